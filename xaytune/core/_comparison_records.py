@@ -1,0 +1,200 @@
+"""Input records, the comparison spec and replicate summaries (spec: Comparing two
+candidates). Re-exported by :mod:`xaytune.core.harness_comparison`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from xaytune.core.domain.measurement import EvaluationResult, MetricResult, TaskObservation
+from xaytune.core.errors import ComparisonError
+
+__all__ = [
+    "SUMMARY_METHOD",
+    "CandidateRuns",
+    "CandidateSummary",
+    "ComparisonSpec",
+    "MetricSummary",
+    "ObjectiveMetric",
+    "ReplicateRuns",
+    "RunValue",
+]
+
+SUMMARY_METHOD = "replicate-mean/v1"
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class ReplicateRuns(BaseModel):
+    """One replicate of one candidate: every evaluation of the run under one seed.
+
+    ``facets`` are the declared execution facets (C4: model identity and parameters,
+    runtime, toolbox version, ...). ``timing_environment`` names where time was
+    measured; time metrics are compared only under one declared environment.
+    ``task_observations`` is optional restricted material, per metric key, used only
+    by the descriptive task-level view and the restricted per-task part of a report.
+    """
+
+    model_config = _FROZEN
+
+    seed: int
+    suite_digest: str
+    assignment_digest: str
+    evaluations: tuple[EvaluationResult, ...]
+    facets: dict[str, Any] = Field(default_factory=dict)
+    timing_environment: str | None = None
+    task_observations: dict[str, tuple[TaskObservation, ...]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ReplicateRuns:
+        # A record that contradicts itself is refused at the boundary, never repaired.
+        where = f"replicate seed {self.seed}"
+        names: set[str] = set()
+        keys: set[str] = set()
+        for evaluation in self.evaluations:
+            for field in ("seed", "suite_digest", "assignment_digest"):
+                if getattr(evaluation, field) != getattr(self, field):
+                    raise ComparisonError(
+                        "replicate-mismatch",
+                        f"{where}: evaluation {evaluation.evaluator} has {field} "
+                        f"{getattr(evaluation, field)!r}, the replicate "
+                        f"{getattr(self, field)!r}",
+                    )
+            if evaluation.evaluator in names:
+                raise ComparisonError(
+                    "duplicate-evaluator", f"{where}: evaluator {evaluation.evaluator} twice"
+                )
+            names.add(evaluation.evaluator)
+            for result in evaluation.metrics:
+                if result.key in keys:
+                    raise ComparisonError(
+                        "duplicate-metric", f"{where}: metric {result.key} reported twice"
+                    )
+                keys.add(result.key)
+        for key, observations in self.task_observations.items():
+            if key not in keys:
+                raise ComparisonError(
+                    "unknown-metric",
+                    f"{where}: task observations for {key}, which no evaluation measured",
+                )
+            task_ids = [observation.task_id for observation in observations]
+            if len(set(task_ids)) != len(task_ids):
+                raise ComparisonError(
+                    "duplicate-task", f"{where}: a task is observed twice for metric {key}"
+                )
+        return self
+
+    def metric(self, key: str) -> tuple[MetricResult, EvaluationResult] | None:
+        """The run-level result for ``key`` and the evaluation that produced it."""
+        for evaluation in self.evaluations:
+            result = evaluation.metric(key)
+            if result is not None:
+                return result, evaluation
+        return None
+
+    def metric_keys(self) -> set[str]:
+        """Every metric key measured in this replicate."""
+        return {result.key for evaluation in self.evaluations for result in evaluation.metrics}
+
+
+class CandidateRuns(BaseModel):
+    """A candidate harness and its replicates, one per seed."""
+
+    model_config = _FROZEN
+
+    name: str
+    harness_fingerprint: str
+    harness_config: dict[str, Any] = Field(default_factory=dict)
+    replicates: tuple[ReplicateRuns, ...] = Field(min_length=1)
+
+
+class ObjectiveMetric(BaseModel):
+    """One objective: a metric key, the direction that is better, the smallest effect
+    worth acting on (in the metric's unit)."""
+
+    model_config = _FROZEN
+
+    metric: str
+    direction: Literal["maximize", "minimize"]
+    min_effect: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
+
+
+class ComparisonSpec(BaseModel):
+    """The objectives (never collapsed into one score), the rule's k, the disclosure."""
+
+    model_config = _FROZEN
+
+    objectives: tuple[ObjectiveMetric, ...] = Field(min_length=1)
+    k: float = Field(default=2.0, gt=0.0, allow_inf_nan=False)
+    # aggregate (default): per-task facts stay in the restricted part of a report.
+    disclosure: Literal["aggregate", "per-task"] = "aggregate"
+
+    @model_validator(mode="after")
+    def _distinct_objectives(self) -> ComparisonSpec:
+        metrics = [objective.metric for objective in self.objectives]
+        if len(set(metrics)) != len(metrics):
+            raise ValueError(f"an objective metric is listed twice: {metrics}")
+        return self
+
+    def objective(self, key: str) -> ObjectiveMetric | None:
+        """The objective on metric ``key``, if any."""
+        for objective in self.objectives:
+            if objective.metric == key:
+                return objective
+        return None
+
+
+class RunValue(BaseModel):
+    """One replicate's run-level value of a metric, or its absence with reasons."""
+
+    model_config = _FROZEN
+
+    seed: int
+    value: float | None
+    n_tasks: int
+    # When ``value`` is None: per reason, how many tasks were absent; a replicate that
+    # did not measure the metric at all counts once under "not-measured".
+    absent_reasons: dict[str, int] = Field(default_factory=dict)
+    judge_spread: float | None = None
+
+
+class MetricSummary(BaseModel):
+    """replicate-mean/v1 for one metric of one candidate.
+
+    ``execution_se`` is the spread of the run values across replicates (sample sd /
+    sqrt(R)); ``judge_spread`` is the judge's own spread (judge metrics only), kept
+    apart. With one replicate both sd and execution_se are unknown (None), not 0.
+    A replicate without a run value makes ``mean`` None, with the reasons summed.
+    """
+
+    model_config = _FROZEN
+
+    metric: str
+    unit: str | None  # None only when no replicate measured the metric
+    reference_derived: bool
+    judge: bool
+    replicates: int
+    runs: tuple[RunValue, ...]
+    mean: float | None
+    sd: float | None
+    execution_se: float | None
+    judge_spread: float | None
+    absent_reasons: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def present(self) -> bool:
+        """True when every replicate has a run value."""
+        return self.mean is not None
+
+
+class CandidateSummary(BaseModel):
+    """Every metric of one candidate summarized across its replicates."""
+
+    model_config = _FROZEN
+
+    method: Literal["replicate-mean/v1"] = SUMMARY_METHOD
+    candidate: str
+    harness_fingerprint: str
+    seeds: tuple[int, ...]
+    metrics: dict[str, MetricSummary]

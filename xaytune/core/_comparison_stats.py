@@ -1,0 +1,179 @@
+"""Small, exact-as-possible statistics for replicate comparisons.
+
+Pure functions over Python floats. Sums use :func:`math.fsum` so a result does not
+depend on the order of the seeds, and a standard error is one square root of one
+quotient (``sqrt(ss / (n (n - 1)))``), so hand-computed golden values are exact
+whenever that quotient is a perfect square. scipy is used only for the t and normal
+quantiles of the descriptive parts; nothing here decides a verdict except
+:func:`mean` and :func:`standard_error`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+
+from scipy import stats
+
+__all__ = [
+    "clustered_standard_error",
+    "mean",
+    "pass_hat_k",
+    "pearson",
+    "replicates_needed",
+    "sample_sd",
+    "standard_error",
+    "t_coverage",
+    "t_interval",
+    "wilson_interval",
+]
+
+
+def mean(values: Sequence[float]) -> float:
+    """Arithmetic mean (correctly rounded sum); ``values`` must not be empty."""
+    return math.fsum(values) / len(values)
+
+
+def _squared_deviations(values: Sequence[float]) -> float:
+    centre = mean(values)
+    return math.fsum((value - centre) ** 2 for value in values)
+
+
+def sample_sd(values: Sequence[float]) -> float | None:
+    """Sample standard deviation (ddof 1); None with fewer than two values (unknown)."""
+    n = len(values)
+    if n < 2:
+        return None
+    return math.sqrt(_squared_deviations(values) / (n - 1))
+
+
+def standard_error(values: Sequence[float]) -> float | None:
+    """``sd / sqrt(n)`` computed as ``sqrt(ss / (n (n - 1)))``; None below two values.
+
+    One replicate says nothing about the spread: unknown (None), never zero.
+    """
+    n = len(values)
+    if n < 2:
+        return None
+    return math.sqrt(_squared_deviations(values) / (n * (n - 1)))
+
+
+def t_interval(
+    centre: float, se: float | None, df: int, level: float = 0.95
+) -> tuple[float, float] | None:
+    """Two-sided t interval ``centre ± t_{(1+level)/2, df} · se``; None if df < 1."""
+    if se is None or df < 1:
+        return None
+    half = float(stats.t.ppf((1.0 + level) / 2.0, df)) * se
+    return (centre - half, centre + half)
+
+
+def t_coverage(k: float, df: int) -> float | None:
+    """Two-sided coverage of ``±k·se`` under a t distribution with ``df`` degrees.
+
+    This is the confidence the paired rule's threshold actually carries at a given
+    replicate count: ``k = 2`` at R = 3 (df 2) is ``2/sqrt(6) ≈ 0.8165``, not 0.95.
+    """
+    if df < 1:
+        return None
+    return float(2.0 * stats.t.cdf(k, df) - 1.0)
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Pearson correlation across paired values; None when undefined.
+
+    Undefined below three pairs (two points always correlate ±1) and when either
+    side is constant.
+    """
+    if len(xs) != len(ys) or len(xs) < 3:
+        return None
+    mx, my = mean(xs), mean(ys)
+    sxx = math.fsum((x - mx) ** 2 for x in xs)
+    syy = math.fsum((y - my) ** 2 for y in ys)
+    if sxx == 0.0 or syy == 0.0:
+        return None
+    sxy = math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
+
+
+def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion ``successes / n`` (n >= 1)."""
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"wilson interval needs 0 <= successes <= n, n >= 1: {successes}/{n}")
+    z = float(stats.norm.ppf((1.0 + level) / 2.0))
+    p = successes / n
+    z2n = z * z / n
+    centre = (p + z2n / 2.0) / (1.0 + z2n)
+    half = z / (1.0 + z2n) * math.sqrt(p * (1.0 - p) / n + z2n / (4.0 * n))
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def pass_hat_k(outcomes: Mapping[str, Sequence[bool]]) -> tuple[tuple[int, float], ...]:
+    """pass^k (tau-bench) for k = 1..n_min: the mean over tasks of C(c, k) / C(n, k).
+
+    ``outcomes`` maps a task id to its trials (True = success); n is a task's trial
+    count and c its successes; n_min is the smallest n over tasks. Computed with
+    fractions so the value is exact before the final conversion.
+    """
+    if not outcomes:
+        return ()
+    n_min = min(len(trials) for trials in outcomes.values())
+    result = []
+    for k in range(1, n_min + 1):
+        total = Fraction(0)
+        for trials in outcomes.values():
+            c = sum(1 for trial in trials if trial)
+            total += Fraction(math.comb(c, k), math.comb(len(trials), k))
+        result.append((k, float(total / len(outcomes))))
+    return tuple(result)
+
+
+def clustered_standard_error(observations: Sequence[tuple[str, float]]) -> float | None:
+    """Cluster-robust standard error of the mean of ``(cluster, value)`` observations.
+
+    Miller (2024), "Adding Error Bars to Evals", eq. for clustered questions:
+    ``SE² = SE_CLT² + (1/n²) Σ_c Σ_i Σ_{j≠i} (x_ic − x̄)(x_jc − x̄)`` with
+    ``SE_CLT² = Σ (x_i − x̄)² / (n (n − 1))``. The cross term of a cluster is
+    ``(Σ_i e_ic)² − Σ_i e_ic²``. None with fewer than two clusters (nothing to
+    cluster over) or a negative estimate (possible with strongly anti-correlated
+    clusters; reported as unknown rather than clipped to zero).
+    """
+    n = len(observations)
+    clusters: dict[str, list[float]] = {}
+    for cluster, value in observations:
+        clusters.setdefault(cluster, []).append(value)
+    if len(clusters) < 2:
+        return None
+    centre = mean([value for _, value in observations])
+    clt = _squared_deviations([value for _, value in observations]) / (n * (n - 1))
+    cross = math.fsum(
+        math.fsum(value - centre for value in values) ** 2
+        - math.fsum((value - centre) ** 2 for value in values)
+        for values in clusters.values()
+    )
+    variance = clt + cross / (n * n)
+    if variance < 0.0:
+        return None
+    return math.sqrt(variance)
+
+
+def replicates_needed(k: float, sd: float | None, min_effect: float) -> int | None:
+    """Smallest R with ``k · sd / sqrt(R) <= min_effect``, and at least 3.
+
+    Below three replicates the paired rule is always inconclusive, so 3 is the floor.
+    None when ``min_effect`` is 0 (never reached) or the sd is unknown.
+    """
+    if sd is None or min_effect <= 0.0:
+        return None
+
+    def detects(r: int) -> bool:
+        return k * sd / math.sqrt(r) <= min_effect
+
+    r = max(1, math.ceil((k * sd / min_effect) ** 2))
+    # The float estimate can be off by one either way; settle it on the inequality.
+    while r > 1 and detects(r - 1):
+        r -= 1
+    while not detects(r):
+        r += 1
+    return max(3, r)

@@ -1,0 +1,394 @@
+"""Summarize and compare two harness candidates on a pinned benchmark.
+
+spec: Comparing two candidates. ``summarize`` is replicate-mean/v1; ``compare`` is
+paired-difference/v1: per objective, the per-seed differences d_s (oriented so a
+positive value favours A) are called for A when ``mean(d) > max(min_effect, k·se)``,
+for B when ``mean(d) < −max(min_effect, k·se)``, and inconclusive otherwise; fewer
+than three replicates are always inconclusive. A difference is a provisional
+direction for what to try next, never a statistical claim: ``claim`` is always
+"exploratory", and the objective vector is never collapsed into one score.
+
+Usage::
+
+    report = compare(a, b, ComparisonSpec(objectives=(
+        ObjectiveMetric(metric="task_success", direction="maximize", min_effect=0.05),
+    )), suite)
+    report.relation            # favors-a, favors-b, trade-off, inconclusive, not-comparable
+    report.released()          # what may be shown, per the spec's disclosure
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from xaytune.core import _comparison_stats as stats
+from xaytune.core._comparison_conditions import (
+    check_conditions,
+    check_pairing,
+    check_timing,
+    comparison_key,
+    config_diff,
+)
+from xaytune.core._comparison_records import (
+    CandidateRuns,
+    CandidateSummary,
+    ComparisonSpec,
+    MetricSummary,
+    ObjectiveMetric,
+    ReplicateRuns,
+    RunValue,
+)
+from xaytune.core._comparison_report import (
+    CandidateRef,
+    Comparability,
+    ComparisonReport,
+    ConditionFailure,
+    ConfigChange,
+    Descriptive,
+    Difference,
+    Interval,
+    MetricComparison,
+    PassHatK,
+    Relation,
+    RestrictedComparison,
+    RunInterval,
+    SeedDifference,
+    SeedTaskChanges,
+    SuiteRef,
+    TaskChangeCount,
+    TaskDifference,
+    TaskPairedView,
+    TimingCheck,
+    Verdict,
+    VerdictReason,
+)
+from xaytune.core._comparison_tasks import (
+    TASK_SUCCESS,
+    pass_hat_k_of,
+    task_changes,
+    task_view,
+    wilson_runs,
+)
+from xaytune.core.canonical import canonical_bytes
+from xaytune.core.errors import ComparisonError
+
+__all__ = [
+    "TIME_METRICS",
+    "CandidateRef",
+    "CandidateRuns",
+    "CandidateSummary",
+    "Comparability",
+    "ComparisonReport",
+    "ComparisonSpec",
+    "ConditionFailure",
+    "ConfigChange",
+    "Descriptive",
+    "Difference",
+    "Interval",
+    "MetricComparison",
+    "MetricSummary",
+    "ObjectiveMetric",
+    "PassHatK",
+    "Relation",
+    "ReplicateRuns",
+    "RestrictedComparison",
+    "RunInterval",
+    "RunValue",
+    "SeedDifference",
+    "SeedTaskChanges",
+    "SuiteLike",
+    "SuiteRef",
+    "TaskChangeCount",
+    "TaskDifference",
+    "TaskPairedView",
+    "TimingCheck",
+    "Verdict",
+    "VerdictReason",
+    "compare",
+    "config_diff",
+    "summarize",
+]
+
+TIME_METRICS = frozenset({"model_time", "tool_time", "end_to_end_time"})
+
+
+class SuiteLike(Protocol):
+    """What compare() reads of a BenchmarkSuite: its name and digest."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def digest(self) -> str: ...
+
+
+# --- replicate-mean/v1 -----------------------------------------------------------
+
+
+def _summarize_metric(candidate: CandidateRuns, key: str) -> MetricSummary:
+    runs, units = [], set()
+    reference_derived = judge = False
+    for replicate in candidate.replicates:
+        found = replicate.metric(key)
+        if found is None:
+            runs.append(
+                RunValue(
+                    seed=replicate.seed, value=None, n_tasks=0, absent_reasons={"not-measured": 1}
+                )
+            )
+            continue
+        result, evaluation = found
+        units.add(result.unit)
+        reference_derived = reference_derived or result.reference_derived
+        judge = judge or evaluation.determinism == "STOCHASTIC" or result.judge_spread is not None
+        runs.append(
+            RunValue(
+                seed=replicate.seed,
+                value=result.value,
+                n_tasks=result.n_tasks,
+                absent_reasons=dict(result.absent_reasons),
+                judge_spread=result.judge_spread,
+            )
+        )
+    if len(units) > 1:
+        raise ComparisonError(
+            "unit-mismatch", f"candidate {candidate.name}: metric {key} has units {sorted(units)}"
+        )
+    values = [run.value for run in runs]
+    absent: dict[str, int] = {}
+    for run in runs:
+        for reason, count in run.absent_reasons.items():
+            absent[reason] = absent.get(reason, 0) + count
+    spreads = [run.judge_spread for run in runs]
+    present = [value for value in values if value is not None]
+    complete = len(present) == len(values)
+    return MetricSummary(
+        metric=key,
+        unit=units.pop() if units else None,
+        reference_derived=reference_derived,
+        judge=judge,
+        replicates=len(runs),
+        runs=tuple(runs),
+        mean=stats.mean(present) if complete else None,
+        sd=stats.sample_sd(present) if complete else None,
+        execution_se=stats.standard_error(present) if complete else None,
+        # The judge's spread is its own quantity, never folded into execution_se.
+        judge_spread=(
+            stats.mean(spreads) if judge and all(s is not None for s in spreads) else None  # type: ignore[misc]
+        ),
+        absent_reasons=dict(sorted(absent.items())),
+    )
+
+
+def _metric_keys(candidate: CandidateRuns) -> set[str]:
+    return {key for replicate in candidate.replicates for key in replicate.metric_keys()}
+
+
+def summarize(candidate: CandidateRuns) -> CandidateSummary:
+    """replicate-mean/v1: per metric, the mean of the run values across replicates,
+    the execution standard error (sample sd / sqrt(R), None for R = 1) and, for judge
+    metrics, the judge's spread separately."""
+    return CandidateSummary(
+        candidate=candidate.name,
+        harness_fingerprint=candidate.harness_fingerprint,
+        seeds=tuple(replicate.seed for replicate in candidate.replicates),
+        metrics={key: _summarize_metric(candidate, key) for key in sorted(_metric_keys(candidate))},
+    )
+
+
+# --- paired-difference/v1 --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Context:
+    spec: ComparisonSpec
+    comparable: bool
+    timing: TimingCheck
+    paired: dict[int, tuple[ReplicateRuns, ReplicateRuns]]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    differences: tuple[SeedDifference, ...] = ()
+    mean: float | None = None
+    se: float | None = None
+    threshold: float | None = None
+
+
+def _is_time_metric(key: str, unit: str | None) -> bool:
+    return key.split("@", 1)[0] in TIME_METRICS or unit == "s"
+
+
+def _orient(objective: ObjectiveMetric | None):
+    if objective is not None and objective.direction == "minimize":
+        return lambda a, b: b - a
+    return lambda a, b: a - b
+
+
+def _apply_rule(
+    key: str, objective: ObjectiveMetric | None, context: _Context
+) -> tuple[_Rule, Verdict, VerdictReason]:
+    orient = _orient(objective)
+    pairs = []
+    for seed, (replicate_a, replicate_b) in sorted(context.paired.items()):
+        value_a = replicate_a.metric(key)[0].value  # type: ignore[index]
+        value_b = replicate_b.metric(key)[0].value  # type: ignore[index]
+        pairs.append(
+            SeedDifference(seed=seed, a=value_a, b=value_b, difference=orient(value_a, value_b))
+        )
+    values = [pair.difference for pair in pairs]
+    rule = _Rule(differences=tuple(pairs), mean=stats.mean(values), se=stats.standard_error(values))
+    if objective is None:
+        return rule, "not-compared", "not-an-objective"
+    if len(values) < 3:
+        return rule, "inconclusive", "too-few-replicates"
+    threshold = max(objective.min_effect, context.spec.k * rule.se)  # type: ignore[operator]
+    rule = _Rule(rule.differences, rule.mean, rule.se, threshold)
+    # Strict ">": a mean exactly at the threshold is inconclusive.
+    if rule.mean > threshold:  # type: ignore[operator]
+        return rule, "favors-a", "exceeds-threshold"
+    if rule.mean < -threshold:  # type: ignore[operator]
+        return rule, "favors-b", "exceeds-threshold"
+    return rule, "inconclusive", "within-threshold"
+
+
+def _descriptive(
+    key: str, objective: ObjectiveMetric | None, rule: _Rule, context: _Context
+) -> tuple[Descriptive, tuple[TaskDifference, ...]]:
+    k, r = context.spec.k, len(rule.differences)
+    interval = stats.t_interval(rule.mean, rule.se, r - 1) if rule.mean is not None else None
+    per_task: tuple[TaskDifference, ...] = ()
+    view = None
+    if rule.differences:
+        view, per_task = task_view(context.paired, key, _orient(objective))
+    sides = list(zip(*context.paired.values(), strict=True)) if context.paired else [(), ()]
+    is_success = key == TASK_SUCCESS
+    descriptive = Descriptive(
+        mean_interval=Interval(low=interval[0], high=interval[1]) if interval else None,
+        threshold_coverage=stats.t_coverage(k, r - 1) if rule.differences else None,
+        correlation=stats.pearson([d.a for d in rule.differences], [d.b for d in rule.differences]),
+        minimum_detectable_difference=k * rule.se if rule.se is not None else None,
+        replicates_needed=(
+            stats.replicates_needed(
+                k, stats.sample_sd([d.difference for d in rule.differences]), objective.min_effect
+            )
+            if objective is not None and rule.differences
+            else None
+        ),
+        task_view=view,
+        wilson=wilson_runs(context.paired) if is_success else (),
+        pass_hat_k_a=pass_hat_k_of(list(sides[0])) if is_success else None,
+        pass_hat_k_b=pass_hat_k_of(list(sides[1])) if is_success else None,
+    )
+    return descriptive, per_task
+
+
+def _compare_metric(
+    key: str, a: CandidateRuns, b: CandidateRuns, context: _Context
+) -> tuple[MetricComparison, tuple[TaskDifference, ...]]:
+    summary_a, summary_b = _summarize_metric(a, key), _summarize_metric(b, key)
+    unit = summary_a.unit or summary_b.unit
+    objective = context.spec.objective(key)
+    time_metric = _is_time_metric(key, unit)
+    rule, verdict, reason = _Rule(), "not-compared", "not-comparable"
+    if not context.comparable:
+        pass  # no verdicts, and no pairing to difference across
+    elif time_metric and context.timing.status != "same":
+        reason = context.timing.status
+    elif not (summary_a.present and summary_b.present):
+        # An absent run value is never imputed: the objective stays undecided.
+        verdict, reason = ("inconclusive" if objective else "not-compared"), "absent"
+    else:
+        rule, verdict, reason = _apply_rule(key, objective, context)
+    descriptive, per_task = _descriptive(key, objective, rule, context)
+    comparison = MetricComparison(
+        metric=key,
+        unit=unit,
+        reference_derived=summary_a.reference_derived or summary_b.reference_derived,
+        time_metric=time_metric,
+        objective=objective,
+        orientation=(
+            "b-minus-a"
+            if objective is not None and objective.direction == "minimize"
+            else "a-minus-b"
+        ),
+        a=summary_a,
+        b=summary_b,
+        differences=rule.differences,
+        mean=rule.mean,
+        se=rule.se,
+        threshold=rule.threshold,
+        verdict=verdict,
+        reason=reason,
+        descriptive=descriptive,
+    )
+    return comparison, per_task
+
+
+def _relation(
+    comparable: bool, spec: ComparisonSpec, metrics: dict[str, MetricComparison]
+) -> Relation:
+    if not comparable:
+        return "not-comparable"
+    verdicts = {metrics[objective.metric].verdict for objective in spec.objectives}
+    if "favors-a" in verdicts and "favors-b" in verdicts:
+        return "trade-off"
+    if "favors-a" in verdicts:
+        return "favors-a"
+    if "favors-b" in verdicts:
+        return "favors-b"
+    return "inconclusive"
+
+
+def compare(
+    a: CandidateRuns, b: CandidateRuns, spec: ComparisonSpec, suite: SuiteLike
+) -> ComparisonReport:
+    """paired-difference/v1 of candidate ``a`` against ``b`` on ``suite``.
+
+    Refuses an unpaired design (ComparisonError "unpaired-design") and an objective
+    on a metric neither side measured ("unknown-metric"). Failed conditions C1–C4
+    are reported, not refused: the relation is then "not-comparable".
+    """
+    seeds = check_pairing(a, b)
+    failures = check_conditions(a, b, suite.digest, seeds)
+    timing = check_timing(a, b)
+    comparable = not failures
+    keys = sorted(_metric_keys(a) | _metric_keys(b))
+    for objective in spec.objectives:
+        if objective.metric not in keys:
+            raise ComparisonError(
+                "unknown-metric", f"objective metric {objective.metric} is measured by neither side"
+            )
+    by_seed_b = {replicate.seed: replicate for replicate in b.replicates}
+    paired = {replicate.seed: (replicate, by_seed_b[replicate.seed]) for replicate in a.replicates}
+    context = _Context(spec=spec, comparable=comparable, timing=timing, paired=paired)
+    metrics, task_differences = {}, {}
+    for key in keys:
+        metrics[key], per_task = _compare_metric(key, a, b, context)
+        if per_task:
+            task_differences[key] = per_task
+    by_seed, counts = task_changes(paired) if comparable else ((), ())
+    identical = a.harness_fingerprint == b.harness_fingerprint and canonical_bytes(
+        a.harness_config
+    ) == canonical_bytes(b.harness_config)
+    return ComparisonReport(
+        a=CandidateRef(name=a.name, harness_fingerprint=a.harness_fingerprint),
+        b=CandidateRef(name=b.name, harness_fingerprint=b.harness_fingerprint),
+        suite=SuiteRef(name=suite.name, digest=suite.digest),
+        spec=spec,
+        seeds=seeds,
+        comparability=Comparability(
+            comparable=comparable,
+            failures=failures,
+            comparison_key=comparison_key(a, suite.digest, timing) if comparable else None,
+            timing=timing,
+        ),
+        metrics=metrics,
+        relation=_relation(comparable, spec, metrics),
+        config_diff=tuple(config_diff(a.harness_config, b.harness_config)),
+        seed_only_difference=identical,
+        restricted=RestrictedComparison(
+            task_changes_by_seed=by_seed, task_changes=counts, task_differences=task_differences
+        ),
+    )

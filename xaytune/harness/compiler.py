@@ -1,0 +1,100 @@
+"""Compiling a harness into a frozen, fingerprinted execution spec."""
+
+from __future__ import annotations
+
+from xaytune.core.errors import ExecutionError
+from xaytune.harness._templates import render_template, template_fields
+from xaytune.harness.spec import AgentExecutionSpec, Harness, HarnessCompilationContext
+
+__all__ = ["HarnessCompiler"]
+
+
+class HarnessCompiler:
+    """``compile(harness, context)`` -> :class:`AgentExecutionSpec`.
+
+    Refusals (``ExecutionError`` reasons): ``unauthorized-tool`` (a requested tool
+    is not in ``authorized_tools``), ``trajectory-required`` (a task-bound spec
+    without trajectory recording), ``task-has-attachments``, ``suite-mismatch``
+    (the binding's suite is not ``suite``, or no suite was given),
+    ``task-mismatch`` (the task is not the bound task), ``template-field-missing``.
+    """
+
+    def compile(self, harness: Harness, context: HarnessCompilationContext) -> AgentExecutionSpec:
+        authorized = frozenset(context.authorized_tools)
+        for tool in harness.tools:
+            if tool not in authorized:
+                raise ExecutionError(
+                    "unauthorized-tool",
+                    f"harness {harness.name} requests tool {tool!r}, which is not authorized",
+                )
+        values: dict[str, object] = {}
+        if context.task is not None:
+            values.update(context.task.input)
+        blobs = context.content.blobs
+        for template in (harness.system_prompt, harness.user_prompt):
+            for field in template_fields(template):
+                if field.startswith("content."):
+                    name = field.removeprefix("content.")
+                    if name not in blobs:
+                        raise ExecutionError(
+                            "content-missing",
+                            f"harness {harness.name}: content {name!r} is not in the content",
+                        )
+                    values[field] = blobs[name]
+        where = f"harness {harness.name}"
+        system_message = render_template(harness.system_prompt, values, where=where)
+        user_message = render_template(harness.user_prompt, values, where=where)
+        config: dict[str, object] = {}
+        if context.task_binding is not None:
+            config["task"] = self._task_config(harness, context)
+        return AgentExecutionSpec(
+            harness=harness,
+            harness_fingerprint=harness.fingerprint,
+            seed=context.seed,
+            replicate=context.replicate,
+            tools=harness.tools,
+            authorized_tools=tuple(sorted(authorized)),
+            system_message=system_message,
+            user_message=user_message,
+            content_digests=context.content.digests,
+            model=context.model,
+            trajectory=context.trajectory,
+            config=config,
+            output_uri=context.output_uri,
+        )
+
+    @staticmethod
+    def _task_config(harness: Harness, context: HarnessCompilationContext) -> dict[str, object]:
+        binding = context.task_binding
+        assert binding is not None
+        task = context.task
+        if context.trajectory is None:
+            raise ExecutionError(
+                "trajectory-required",
+                f"task {binding.task_id}: a task-bound spec must record its trajectory",
+            )
+        if task is None or task.id != binding.task_id:
+            raise ExecutionError(
+                "task-mismatch",
+                f"task {binding.task_id}: the context's task is "
+                f"{None if task is None else task.id!r}, not the bound task",
+            )
+        if task.attachments:
+            raise ExecutionError(
+                "task-has-attachments", f"task {task.id}: tasks with attachments are refused"
+            )
+        suite = context.suite
+        if suite is None or suite.digest != binding.suite_digest:
+            raise ExecutionError(
+                "suite-mismatch",
+                f"task {task.id}: bound to suite {binding.suite_digest}, compiled against "
+                f"{None if suite is None else suite.digest}",
+            )
+        if binding.seed != context.seed:
+            raise ExecutionError(
+                "seed-mismatch",
+                f"task {task.id}: bound under seed {binding.seed}, compiled with {context.seed}",
+            )
+        if suite.task(task.id) != task:
+            raise ExecutionError("task-mismatch", f"task {task.id}: differs from the suite's task")
+        return {"binding": binding.model_dump(mode="json"), "input": dict(task.input)}

@@ -1,0 +1,447 @@
+"""The agent loop: model turn, tool calls, tool results, ... until an outcome.
+
+Terminal outcomes (sealed ``complete``): ``answer``, ``budget-stop`` (turns, tokens
+or tool calls), ``context-overflow``, ``model-error``, ``cancelled`` (the host's
+cancel token). No outcome (sealed ``partial``, spend kept): an interruption
+(``asyncio.CancelledError``, KeyboardInterrupt, SIGTERM via the app) or a crash.
+A task whose attempts all end partial is retried up to ``attempts_per_task``;
+an interruption is never retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from xaytune.core.errors import ExecutionError
+from xaytune.harness._answer import extract_answer
+from xaytune.harness._attempt import AttemptSession, recover_open_attempt
+from xaytune.harness.spec import AgentExecutionSpec
+from xaytune.harness.store import (
+    ATTEMPT_FILE,
+    SEAL_FILE,
+    AttemptRecord,
+    AttemptSeal,
+    Outcome,
+    Spend,
+    StoredAttempt,
+    remove_empty_claim,
+)
+from xaytune.harness.toolbox import Toolbox
+from xaytune.models._protocol import (
+    ContextOverflowError,
+    Message,
+    Model,
+    ModelError,
+    ModelRequest,
+    ToolCall,
+    TransientModelError,
+)
+
+__all__ = ["AttemptResult", "HarnessRunner", "TaskRun"]
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    """One attempt's result. ``outcome`` is None for a partial attempt."""
+
+    spec_fingerprint: str
+    task_id: str | None
+    attempt: int
+    status: str
+    outcome: Outcome | None
+    final_text: str | None
+    spend: Spend
+    path: Path | None
+    seal_digest: str | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRun:
+    """What running one spec did: its attempts in order (empty when skipped)."""
+
+    spec: AgentExecutionSpec
+    attempts: tuple[AttemptResult, ...]
+    skipped: bool = False
+
+    @property
+    def last(self) -> AttemptResult | None:
+        return self.attempts[-1] if self.attempts else None
+
+
+Progress = Callable[[AttemptResult], None]
+
+
+class _Interrupted(Exception):
+    """Internal: the loop was interrupted; the attempt is sealed partial."""
+
+
+class HarnessRunner:
+    """Runs execution specs against a model with a toolbox.
+
+    ``durability="fsync"`` (default) makes every seal durable before it exists;
+    ``"none"`` skips fsync (explicitly faster, for throwaway runs).
+    """
+
+    def __init__(self, *, durability: str = "fsync") -> None:
+        if durability not in ("fsync", "none"):
+            raise ExecutionError("bad-durability", f"durability {durability!r}: fsync or none")
+        self.durability = durability
+
+    # -- public API ---------------------------------------------------------------
+
+    def run(
+        self,
+        spec: AgentExecutionSpec,
+        *,
+        model: Model,
+        toolbox: Toolbox,
+        authorized_tools: Iterable[str],
+        cancel: asyncio.Event | None = None,
+    ) -> AttemptResult:
+        """Run one spec to an outcome (synchronously); returns its last attempt."""
+        run = asyncio.run(
+            self.run_task(
+                spec,
+                model=model,
+                toolbox=toolbox,
+                authorized_tools=authorized_tools,
+                cancel=cancel,
+            )
+        )
+        assert run.last is not None
+        return run.last
+
+    async def run_task(
+        self,
+        spec: AgentExecutionSpec,
+        *,
+        model: Model,
+        toolbox: Toolbox,
+        authorized_tools: Iterable[str],
+        cancel: asyncio.Event | None = None,
+    ) -> TaskRun:
+        """Run one spec: attempts until one is complete or ``attempts_per_task`` run out."""
+        authorized = frozenset(authorized_tools)
+        self._check(spec, model, toolbox, authorized)
+        results: list[AttemptResult] = []
+        for _ in range(spec.harness.attempts_per_task):
+            result = await self._attempt(spec, model, toolbox, authorized, cancel)
+            results.append(result)
+            if result.outcome is not None:
+                break
+        return TaskRun(spec=spec, attempts=tuple(results))
+
+    async def run_many(
+        self,
+        specs: Sequence[AgentExecutionSpec],
+        *,
+        model: Model,
+        toolbox: Toolbox,
+        authorized_tools: Iterable[str],
+        concurrency: int = 16,
+        resume: bool = False,
+        progress: Progress | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> list[TaskRun]:
+        """Run many specs concurrently (model calls are I/O), in spec order.
+
+        With ``resume``, a spec whose task already has a complete attempt for the
+        same spec fingerprint is skipped, and open attempts left by a crash are
+        first sealed ``partial`` (recovered); new attempts are added, none replaced.
+        """
+        if concurrency < 1:
+            raise ExecutionError("bad-concurrency", f"concurrency {concurrency} must be >= 1")
+        authorized = frozenset(authorized_tools)
+        for spec in specs:
+            self._check(spec, model, toolbox, authorized)
+        semaphore = asyncio.Semaphore(concurrency)
+
+        async def one(spec: AgentExecutionSpec) -> TaskRun:
+            if resume and self._prepare_resume(spec):
+                return TaskRun(spec=spec, attempts=(), skipped=True)
+            async with semaphore:
+                run = await self.run_task(
+                    spec,
+                    model=model,
+                    toolbox=toolbox,
+                    authorized_tools=authorized,
+                    cancel=cancel,
+                )
+            if progress is not None:
+                for attempt in run.attempts:
+                    progress(attempt)
+            return run
+
+        tasks = [asyncio.ensure_future(one(spec)) for spec in specs]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            # Let every in-flight attempt seal itself partial before we go.
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    # -- internals ----------------------------------------------------------------
+
+    @staticmethod
+    def _check(
+        spec: AgentExecutionSpec, model: Model, toolbox: Toolbox, authorized: frozenset[str]
+    ) -> None:
+        for tool in spec.tools:
+            if tool not in authorized:
+                raise ExecutionError(
+                    "unauthorized-tool", f"spec requests tool {tool!r}, not authorized at run time"
+                )
+        toolbox.schemas(spec.tools)  # refuses an unknown tool, naming it
+        if spec.model is not None and spec.model != model.identity:
+            raise ExecutionError(
+                "model-mismatch",
+                f"spec pins model {spec.model.model}@{spec.model.revision}; "
+                f"runner was given {model.identity.model}@{model.identity.revision}",
+            )
+        if spec.binding is not None and spec.output_uri is None:
+            raise ExecutionError(
+                "output-required", f"task {spec.task_id}: a task-bound spec needs output_uri"
+            )
+
+    @staticmethod
+    def _prepare_resume(spec: AgentExecutionSpec) -> bool:
+        """Recover open attempts; True when a complete attempt of this spec exists."""
+        if spec.output_uri is None or spec.binding is None:
+            return False
+        directory = Path(spec.output_uri) / "attempts"
+        if not directory.is_dir():
+            return False
+        position = spec.binding.position
+        attested = False
+        for path in sorted(directory.iterdir()):
+            if not path.name.isdigit():
+                continue
+            attempt = StoredAttempt(position, int(path.name), path)
+            if attempt.is_open:
+                if remove_empty_claim(path):
+                    continue
+                recover_open_attempt(attempt)
+            seal = AttemptSeal.model_validate_json((path / SEAL_FILE).read_bytes())
+            record = AttemptRecord.model_validate_json((path / ATTEMPT_FILE).read_bytes())
+            if record.attribution.spec_fingerprint != spec.fingerprint:
+                raise ExecutionError(
+                    "resume-mismatch",
+                    f"task {spec.task_id}: attempt {path} was run from another spec "
+                    f"({record.attribution.spec_fingerprint}); resume needs the same config",
+                )
+            attested = attested or seal.status == "complete"
+        return attested
+
+    async def _attempt(
+        self,
+        spec: AgentExecutionSpec,
+        model: Model,
+        toolbox: Toolbox,
+        authorized: frozenset[str],
+        cancel: asyncio.Event | None,
+    ) -> AttemptResult:
+        session = AttemptSession(spec, durable=self.durability == "fsync")
+        session.open(model.identity.model_dump(mode="json"))
+        spend = Spend()
+        outcome: Outcome | None = None
+        final_text: str | None = None
+        error: str | None = None
+        interrupted: BaseException | None = None
+        try:
+            outcome, final_text = await self._loop(
+                spec, session, spend, model, toolbox, authorized, cancel
+            )
+        except (asyncio.CancelledError, KeyboardInterrupt) as stop:
+            interrupted = stop
+            session.event("interrupted", {"by": type(stop).__name__})
+        except Exception as crash:  # a crash: no outcome, the spend so far is kept
+            error = f"{type(crash).__name__}: {crash}"
+            session.event("crashed", {"error": error})
+        try:
+            seal_digest = session.seal(outcome=outcome, spend=spend)
+        finally:
+            session.close()
+        result = AttemptResult(
+            spec_fingerprint=spec.fingerprint,
+            task_id=spec.task_id,
+            attempt=session.number,
+            status="complete" if outcome is not None else "partial",
+            outcome=outcome,
+            final_text=final_text,
+            spend=spend,
+            path=session.path,
+            seal_digest=seal_digest,
+            error=error,
+        )
+        if interrupted is not None:
+            raise interrupted
+        return result
+
+    async def _loop(
+        self,
+        spec: AgentExecutionSpec,
+        session: AttemptSession,
+        spend: Spend,
+        model: Model,
+        toolbox: Toolbox,
+        authorized: frozenset[str],
+        cancel: asyncio.Event | None,
+    ) -> tuple[Outcome, str | None]:
+        harness = spec.harness
+        schemas = toolbox.schemas(spec.tools)
+        messages: list[Message] = [
+            Message("system", spec.system_message),
+            Message("user", spec.user_message),
+        ]
+        session.event(
+            "start",
+            {
+                "spec": spec.fingerprint,
+                "harness": spec.harness_fingerprint,
+                "task_id": spec.task_id,
+                "system": spec.system_message,
+                "user": spec.user_message,
+                "tools": list(spec.tools),
+            },
+        )
+        key = f"{spec.fingerprint}:{session.number}"
+        context_tokens = 0
+        for turn in range(harness.max_turns):
+            if cancel is not None and cancel.is_set():
+                return Outcome(terminal="cancelled", detail="cancelled by the host"), None
+            if harness.context_window is not None and context_tokens >= harness.context_window:
+                return Outcome(
+                    terminal="context-overflow",
+                    detail=f"context {context_tokens} tokens reached window "
+                    f"{harness.context_window}",
+                ), None
+            request = ModelRequest(
+                messages=tuple(messages),
+                tools=schemas,
+                max_output_tokens=harness.max_output_tokens,
+                sampling_key=f"{key}:{turn}",
+            )
+            reply = None
+            turn_retries = 0
+            while reply is None:
+                started = time.perf_counter()
+                try:
+                    reply = await model.complete(request)
+                except ModelError as failure:
+                    elapsed = int((time.perf_counter() - started) * 1e6)
+                    spend.model_time_us += elapsed
+                    spend.retries += failure.retries
+                    retry = isinstance(failure, TransientModelError) and (
+                        turn_retries < harness.model_retries
+                    )
+                    session.event(
+                        "model_error",
+                        {
+                            "turn": turn,
+                            "reason": failure.reason,
+                            "message": str(failure),
+                            "retries": failure.retries + (1 if retry else 0),
+                            "time_us": elapsed,
+                        },
+                    )
+                    if retry:
+                        turn_retries += 1
+                        spend.retries += 1
+                        request = ModelRequest(
+                            messages=request.messages,
+                            tools=request.tools,
+                            max_output_tokens=request.max_output_tokens,
+                            sampling_key=f"{key}:{turn}:r{turn_retries}",
+                        )
+                        continue
+                    terminal = (
+                        "context-overflow"
+                        if isinstance(failure, ContextOverflowError)
+                        else "model-error"
+                    )
+                    return Outcome(terminal=terminal, detail=str(failure)), None
+                elapsed = int((time.perf_counter() - started) * 1e6)
+            usage = reply.usage
+            spend.turns += 1
+            spend.model_calls += 1
+            spend.retries += reply.retries
+            spend.input_tokens += usage.input_tokens
+            spend.output_tokens += usage.output_tokens
+            spend.model_time_us += elapsed
+            context_tokens = usage.input_tokens + usage.output_tokens
+            spend.peak_context_tokens = max(spend.peak_context_tokens, context_tokens)
+            session.event(
+                "model_reply",
+                {
+                    "turn": turn,
+                    "text": reply.text,
+                    "tool_calls": [
+                        {"id": c.id, "name": c.name, "arguments": c.arguments}
+                        for c in reply.tool_calls
+                    ],
+                    "usage": {"input": usage.input_tokens, "output": usage.output_tokens},
+                    "finish_reason": reply.finish_reason,
+                    "retries": reply.retries,
+                    "time_us": elapsed,
+                },
+            )
+            messages.append(Message("assistant", reply.text, reply.tool_calls))
+            if harness.token_budget is not None and (
+                spend.input_tokens + spend.output_tokens > harness.token_budget
+            ):
+                return Outcome(
+                    terminal="budget-stop",
+                    detail=f"token budget {harness.token_budget} exceeded",
+                ), reply.text
+            if not reply.tool_calls:
+                answer = extract_answer(harness.answer, reply.text)
+                return Outcome(terminal="answer", answer=answer), reply.text
+            for call in reply.tool_calls:
+                if (
+                    harness.tool_call_budget is not None
+                    and spend.tool_calls >= harness.tool_call_budget
+                ):
+                    return Outcome(
+                        terminal="budget-stop",
+                        detail=f"tool-call budget {harness.tool_call_budget} exhausted",
+                    ), None
+                messages.append(self._tool_turn(session, spend, toolbox, authorized, call, turn))
+        return Outcome(
+            terminal="budget-stop", detail=f"max turns {harness.max_turns} reached"
+        ), None
+
+    @staticmethod
+    def _tool_turn(
+        session: AttemptSession,
+        spend: Spend,
+        toolbox: Toolbox,
+        authorized: frozenset[str],
+        call: ToolCall,
+        turn: int,
+    ) -> Message:
+        result = toolbox.call(call, authorized=authorized)
+        elapsed = int(result.elapsed_s * 1e6)
+        spend.tool_calls += 1
+        spend.tool_time_us += elapsed
+        if not result.ok:
+            spend.tool_errors += 1
+        session.event(
+            "tool_result",
+            {
+                "turn": turn,
+                "call_id": call.id,
+                "name": call.name,
+                "ok": result.ok,
+                "error": result.error,
+                "content": result.content,
+                "time_us": elapsed,
+            },
+        )
+        return Message("tool", result.content, tool_call_id=call.id)

@@ -1,0 +1,178 @@
+"""Harness, its content, the compilation context and the execution spec."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from xaytune.core._ids import is_valid_id
+from xaytune.core.canonical import fingerprint, sha256_digest
+from xaytune.core.domain.benchmark import BenchmarkSuite, Task
+from xaytune.core.harness_evaluation import TaskBinding
+from xaytune.harness._answer import AnswerExtraction
+from xaytune.models._protocol import ModelIdentity
+
+__all__ = [
+    "SPEC_SCHEMA",
+    "AgentExecutionSpec",
+    "AnswerExtraction",
+    "Harness",
+    "HarnessCompilationContext",
+    "HarnessContent",
+    "TrajectoryRecordingSpec",
+]
+
+SPEC_SCHEMA = "xaytune.agent-execution-spec/v1"
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class Harness(BaseModel):
+    """A declarative, fingerprinted harness: what a candidate is.
+
+    Instructions are templates over the task input (``{question}``) and the
+    harness content (``{content.NAME}``). Budgets: ``max_turns`` model turns,
+    ``token_budget`` total tokens across turns, ``tool_call_budget`` tool calls.
+    ``context_window`` stops the loop before a turn whose context would exceed it.
+    ``model_retries`` transient model failures are retried per turn;
+    ``attempts_per_task`` attempts are made for a task whose attempt ends without
+    an outcome (partial).
+    """
+
+    model_config = _FROZEN
+
+    name: str
+    system_prompt: str
+    user_prompt: str = "{question}"
+    tools: tuple[str, ...] = ()
+    max_turns: int = Field(default=8, ge=1)
+    token_budget: int | None = Field(default=None, ge=1)
+    tool_call_budget: int | None = Field(default=None, ge=0)
+    context_window: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    model_retries: int = Field(default=2, ge=0)
+    attempts_per_task: int = Field(default=1, ge=1)
+    answer: AnswerExtraction = AnswerExtraction()
+    _fingerprint: str = PrivateAttr(default="")
+
+    @model_validator(mode="after")
+    def _check(self) -> Harness:
+        if not is_valid_id(self.name):
+            raise ValueError(f"harness name {self.name!r} is not a valid id")
+        if len(set(self.tools)) != len(self.tools):
+            raise ValueError(f"harness {self.name}: a tool is requested twice")
+        return self
+
+    def model_post_init(self, __context: Any) -> None:
+        self._fingerprint = fingerprint(self.model_dump(mode="json"))
+
+    @property
+    def fingerprint(self) -> str:
+        """Canonical digest of the whole harness declaration."""
+        return self._fingerprint
+
+
+class HarnessContent(BaseModel):
+    """Named text blobs (prompts, rubrics) pinned by digest."""
+
+    model_config = _FROZEN
+
+    blobs: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _names(self) -> HarnessContent:
+        for name in self.blobs:
+            if not is_valid_id(name):
+                raise ValueError(f"content name {name!r} is not a valid id")
+        return self
+
+    @property
+    def digests(self) -> dict[str, str]:
+        """sha256 of each blob's UTF-8 bytes."""
+        return {name: sha256_digest(text.encode()) for name, text in sorted(self.blobs.items())}
+
+
+WRITER_V1 = "xaytune.trajectory/v1"
+
+
+class TrajectoryRecordingSpec(BaseModel):
+    """How the trajectory is recorded: the writer id (the v1 hash-chained JSONL)."""
+
+    model_config = _FROZEN
+
+    writer: str = WRITER_V1
+
+    @model_validator(mode="after")
+    def _known_writer(self) -> TrajectoryRecordingSpec:
+        if self.writer != WRITER_V1:
+            raise ValueError(f"unknown trajectory writer {self.writer!r}")
+        return self
+
+
+@dataclass(frozen=True, kw_only=True)
+class HarnessCompilationContext:
+    """What a harness is compiled against.
+
+    Without ``task_binding`` the result is the plain agent spec. With it the spec is
+    task-bound: ``config["task"]`` carries the binding and input, ``trajectory`` is
+    mandatory, and ``suite`` must be the binding's suite.
+    """
+
+    task: Task | None = None
+    seed: int = 0
+    replicate: int = 0
+    authorized_tools: frozenset[str] | tuple[str, ...] | list[str] = frozenset()
+    content: HarnessContent = field(default_factory=HarnessContent)
+    output_uri: str | None = None
+    trajectory: TrajectoryRecordingSpec | None = None
+    task_binding: TaskBinding | None = None
+    suite: BenchmarkSuite | None = None
+    model: ModelIdentity | None = None
+
+
+class AgentExecutionSpec(BaseModel):
+    """A compiled, frozen, fingerprinted execution spec.
+
+    ``fingerprint`` covers everything but ``output_uri`` (where an attempt is
+    written is not what is executed), so the same config and seed give the same
+    fingerprint on any machine and in any output tree.
+    """
+
+    model_config = _FROZEN
+
+    schema_: Literal["xaytune.agent-execution-spec/v1"] = Field(default=SPEC_SCHEMA, alias="schema")
+    harness: Harness
+    harness_fingerprint: str
+    seed: int
+    replicate: int
+    tools: tuple[str, ...]
+    authorized_tools: tuple[str, ...]
+    system_message: str
+    user_message: str
+    content_digests: dict[str, str]
+    model: ModelIdentity | None
+    trajectory: TrajectoryRecordingSpec | None
+    config: dict[str, Any]
+    output_uri: str | None = None
+    fingerprint: str = ""
+
+    def model_post_init(self, __context: Any) -> None:
+        expected = fingerprint(
+            self.model_dump(mode="json", by_alias=True, exclude={"output_uri", "fingerprint"})
+        )
+        if not self.fingerprint:
+            object.__setattr__(self, "fingerprint", expected)
+        elif self.fingerprint != expected:
+            raise ValueError("spec fingerprint is not its contents'")
+
+    @property
+    def binding(self) -> TaskBinding | None:
+        """The task binding of a task-bound spec, else None."""
+        task = self.config.get("task")
+        return None if task is None else TaskBinding.model_validate(task["binding"])
+
+    @property
+    def task_id(self) -> str | None:
+        task = self.config.get("task")
+        return None if task is None else task["binding"]["task_id"]

@@ -1,0 +1,58 @@
+"""``python -m xaytune.suites``: build or verify a pinned suite.
+
+    python -m xaytune.suites build tasks.jsonl --name my-suite --version 1 --out suites/my-suite
+    python -m xaytune.suites verify suites/my-suite
+
+Each line of the input JSONL is ``{"id", "input", "answer", "attachments"?, "metadata"?}``;
+answers go to the held-out reference file only. Errors are one line, exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from xaytune.core.domain.benchmark import SuiteSource
+from xaytune.core.errors import XaytuneError
+from xaytune.suites._build import build_suite_from_jsonl
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m xaytune.suites",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("build", help="pin a JSONL of tasks with answers as a suite")
+    build.add_argument("source", help="JSONL: one task a line, with its answer")
+    build.add_argument("--name", required=True)
+    build.add_argument("--version", required=True)
+    build.add_argument("--out", required=True, help="new directory for the pinned suite")
+    verify = commands.add_parser("verify", help="verify a suite directory's digests")
+    verify.add_argument("path")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "build":
+            source = build_suite_from_jsonl(
+                args.source, args.out, name=args.name, version=args.version
+            )
+            print(
+                f"pinned {source.suite.name} {source.suite.version}: "
+                f"{len(source.suite.tasks)} tasks, digest {source.digest} -> {args.out}"
+            )
+        else:
+            source = SuiteSource(args.path)
+            source.reference_strings()  # reads and checks the held-out file too
+            print(
+                f"ok {source.suite.name} {source.suite.version}: "
+                f"{len(source.suite.tasks)} tasks, digest {source.digest}"
+            )
+    except XaytuneError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
