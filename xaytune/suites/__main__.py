@@ -2,6 +2,7 @@
 
     python -m xaytune.suites build tasks.jsonl --name my-suite --version 1 --out suites/my-suite
     python -m xaytune.suites verify suites/my-suite
+    python -m xaytune.suites generate-arith-tools --out xaytune/suites/data/arith-tools
 
 Each line of the input JSONL is ``{"id", "input", "answer", "attachments"?, "metadata"?}``;
 answers go to the held-out reference file only. Errors are one line, exit code 2.
@@ -14,7 +15,15 @@ import sys
 
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
-from xaytune.suites._build import build_suite_from_jsonl
+from xaytune.suites._arith_generator import generate_arith_tools
+from xaytune.suites._build import build_suite, build_suite_from_jsonl
+
+
+def build_arith_tools(out: str) -> SuiteSource:
+    """Generate and pin arith-tools; the shipped copy is exactly this output."""
+    tasks, references = generate_arith_tools()
+    return build_suite(out, name="arith-tools", version="1.0.0", tasks=tasks,
+                       references=references)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--name", required=True)
     build.add_argument("--version", required=True)
     build.add_argument("--out", required=True, help="new directory for the pinned suite")
+    arith = commands.add_parser(
+        "generate-arith-tools", help="regenerate the built-in arith-tools suite (deterministic)"
+    )
+    arith.add_argument("--out", required=True, help="new directory for the suite")
     verify = commands.add_parser("verify", help="verify a suite directory's digests")
     verify.add_argument("path")
     args = parser.parse_args(argv)
@@ -41,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"pinned {source.suite.name} {source.suite.version}: "
                 f"{len(source.suite.tasks)} tasks, digest {source.digest} -> {args.out}"
             )
+        elif args.command == "generate-arith-tools":
+            source = build_arith_tools(args.out)
+            print(f"pinned arith-tools: {len(source.suite.tasks)} tasks, digest {source.digest}")
         else:
             source = SuiteSource(args.path)
             source.reference_strings()  # reads and checks the held-out file too

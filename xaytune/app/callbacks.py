@@ -1,0 +1,32 @@
+"""Hydra callbacks: a multirun sweep's comparison is written at the sweep root."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from xaytune.core.errors import XaytuneError
+
+__all__ = ["GatherSweep"]
+
+
+class GatherSweep(Callback):
+    """``on_multirun_end``: gather every job's replicates and compare them once."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from xaytune.app.experiment import load_source
+        from xaytune.app.main import finish, resolve_config
+
+        try:
+            cfg, plain = resolve_config(config)
+            root = Path(config.hydra.sweep.dir)
+            code = finish(root, cfg, plain, load_source(cfg))
+        except XaytuneError as error:
+            print(f"error: {error}", file=sys.stderr)
+            sys.exit(2)
+        if code:
+            sys.exit(code)

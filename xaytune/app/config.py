@@ -1,0 +1,166 @@
+"""The composed experiment config, validated as a whole after Hydra composition."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from xaytune.core._ids import is_valid_id
+from xaytune.core.errors import ConfigError
+from xaytune.harness.spec import Harness
+
+__all__ = [
+    "ComparisonConfig",
+    "EvaluatorConfig",
+    "ExperimentConfig",
+    "ModelConfig",
+    "OpenAICompatibleModelConfig",
+    "SimulatedModelConfig",
+    "validate_config",
+]
+
+_STRICT = ConfigDict(frozen=True, extra="forbid")
+Relation = Literal["favors-a", "favors-b", "trade-off", "inconclusive", "not-comparable"]
+
+
+class SuiteConfig(BaseModel):
+    model_config = _STRICT
+
+    builtin: str | None = None
+    path: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> SuiteConfig:
+        if (self.builtin is None) == (self.path is None):
+            raise ValueError("set exactly one of suite.builtin and suite.path")
+        return self
+
+
+class SamplingConfig(BaseModel):
+    model_config = _STRICT
+
+    count: int | None = Field(default=None, ge=1)
+
+
+class SimulatedModelConfig(BaseModel):
+    model_config = _STRICT
+
+    kind: Literal["simulated"]
+    latency_s: float = Field(default=0.0, ge=0)
+    transient_error_rate: float = Field(default=0.0, ge=0, le=1)
+    context_window: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+
+
+class OpenAICompatibleModelConfig(BaseModel):
+    model_config = _STRICT
+
+    kind: Literal["openai_compatible"]
+    base_url: str
+    name: str
+    api_key_env: str | None = None
+    revision: str = "unpinned"
+    parameters: dict[str, Any] = {}
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+
+
+ModelConfig = Annotated[
+    SimulatedModelConfig | OpenAICompatibleModelConfig, Field(discriminator="kind")
+]
+
+
+class EvaluatorConfig(BaseModel):
+    model_config = _STRICT
+
+    name: Literal["harness-outcome", "harness-judge"]
+    config: dict[str, Any]
+    judge_model: ModelConfig | None = None
+    # The host's decision to issue a ReferenceEgressGrant for (suite, judge model).
+    grant_reference_egress: bool = False
+
+
+class ObjectiveConfig(BaseModel):
+    model_config = _STRICT
+
+    metric: str
+    direction: Literal["maximize", "minimize"]
+    min_effect: float = Field(ge=0)
+
+
+class ComparisonConfig(BaseModel):
+    model_config = _STRICT
+
+    objectives: tuple[ObjectiveConfig, ...] = Field(min_length=1)
+    k: float = Field(default=2.0, gt=0)
+    fail_on: tuple[Relation, ...] = ()
+
+
+class ExperimentMeta(BaseModel):
+    model_config = _STRICT
+
+    name: str
+
+    @model_validator(mode="after")
+    def _id(self) -> ExperimentMeta:
+        if not is_valid_id(self.name):
+            raise ValueError(f"experiment.name {self.name!r} is not a valid id")
+        return self
+
+
+class ExperimentConfig(BaseModel):
+    """Everything an experiment needs; a typo or wrong type is one line naming the key."""
+
+    model_config = _STRICT
+
+    experiment: ExperimentMeta
+    suite: SuiteConfig
+    sampling: SamplingConfig
+    model: ModelConfig
+    evaluator: EvaluatorConfig
+    comparison: ComparisonConfig
+    candidates: dict[str, Harness]
+    seeds: tuple[int, ...] = Field(min_length=1)
+    seed: int | None = None
+    disclosure: Literal["aggregate", "per-task"] = "aggregate"
+    concurrency: int = Field(default=16, ge=1)
+    durability: Literal["fsync", "none"] = "fsync"
+    resume: str | None = None
+    progress: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> ExperimentConfig:
+        if set(self.candidates) != {"a", "b"}:
+            raise ValueError("candidates must be exactly 'a' and 'b'")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError("seeds: a seed appears twice")
+        if self.seed is not None and self.seed not in self.seeds:
+            raise ValueError(f"seed {self.seed} is not one of seeds {list(self.seeds)}")
+        names = [harness.name for harness in self.candidates.values()]
+        if len(set(names)) != 2:
+            raise ValueError(f"the two candidates need different names, both are {names[0]!r}")
+        return self
+
+    @property
+    def job_seeds(self) -> tuple[int, ...]:
+        """The seeds this process runs: one in a sweep job, else all of them."""
+        return (self.seed,) if self.seed is not None else self.seeds
+
+
+def validate_config(plain: dict[str, Any]) -> ExperimentConfig:
+    """Validate a resolved config; refuse with one line naming the first bad key."""
+    plain = {k: v for k, v in plain.items() if k != "hydra"}
+    try:
+        return ExperimentConfig.model_validate(plain)
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = ".".join(str(part) for part in first["loc"] if not str(part).startswith("function-"))
+        # Discriminated unions put the tag in the path; keep the user's key names.
+        key = key.replace(".simulated", "").replace(".openai_compatible", "")
+        problem = first["msg"]
+        if first["type"] == "extra_forbidden":
+            problem = "unknown key (typo?)"
+        elif first["type"] == "missing":
+            problem = "missing"
+        raise ConfigError("bad-config", f"{key or 'config'}: {problem}") from None

@@ -1,0 +1,222 @@
+"""Running an experiment's replicates: every candidate x seed, into the output tree.
+
+Per replicate ``candidates/<name>/seed-<s>/``: ``evidence/`` (the store, with its
+published subject), ``evaluation/`` (released and restricted reports) and
+``replicate.restricted.json`` (run values and per-task observations, which the
+comparison reads back; restricted because it holds per-task reference-derived
+scores).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from xaytune.app.config import ExperimentConfig, ModelConfig, SimulatedModelConfig
+from xaytune.core.canonical import canonical_bytes
+from xaytune.core.domain.benchmark import SeededSample, SuiteSource, record_assignment
+from xaytune.core.errors import ConfigError
+from xaytune.core.harness_comparison import ReplicateRuns
+from xaytune.core.harness_evaluation import bind_task
+from xaytune.evaluation.harness import (
+    EvaluationSpec,
+    EvaluatorSpec,
+    HarnessJudgeEvaluator,
+    HarnessOutcomeEvaluator,
+    ReferenceEgressGrant,
+    bind_evaluation,
+    publish_evidence,
+    run_harness_evaluation,
+)
+from xaytune.harness import (
+    Harness,
+    HarnessCompilationContext,
+    HarnessCompiler,
+    HarnessContent,
+    HarnessEvidenceStore,
+    HarnessRunner,
+    Toolbox,
+    TrajectoryRecordingSpec,
+)
+from xaytune.harness.evidence import assemble_evidence
+from xaytune.harness.runner import AttemptResult
+from xaytune.harness.store import atomic_write
+from xaytune.harness.trajectory import WRITER
+from xaytune.models import Model, OpenAICompatibleModel, SimulatedModel
+from xaytune.suites import builtin_suite_path
+
+__all__ = [
+    "REPLICATE_FILE",
+    "Progress",
+    "build_model",
+    "load_source",
+    "replicate_dir",
+    "run_replicate",
+    "timing_environment",
+]
+
+REPLICATE_FILE = "replicate.restricted.json"
+CANDIDATE_FILE = "candidate.json"
+Progress = Callable[[AttemptResult], None]
+
+
+def load_source(cfg: ExperimentConfig) -> SuiteSource:
+    """Open the configured suite (verifying every digest)."""
+    if cfg.suite.builtin is not None:
+        return SuiteSource(builtin_suite_path(cfg.suite.builtin))
+    assert cfg.suite.path is not None
+    return SuiteSource(Path(cfg.suite.path).expanduser())
+
+
+def build_model(config: ModelConfig, *, seed: int) -> Model:
+    """The model a replicate runs against (a simulated one is seeded per replicate)."""
+    if isinstance(config, SimulatedModelConfig):
+        return SimulatedModel(
+            seed=config.seed if config.seed is not None else seed,
+            latency_s=config.latency_s,
+            transient_error_rate=config.transient_error_rate,
+            context_window=config.context_window,
+        )
+    return OpenAICompatibleModel(
+        config.base_url,
+        config.name,
+        api_key_env=config.api_key_env,
+        revision=config.revision,
+        parameters=dict(config.parameters),
+        timeout_s=config.timeout_s,
+        max_retries=config.max_retries,
+    )
+
+
+def timing_environment() -> str:
+    """The declared timing environment: time metrics compare only within one."""
+    return f"{platform.system()}-{platform.machine()}-{os.cpu_count()}cpu-py{platform.python_version()}"
+
+
+def replicate_dir(out: Path, harness: Harness, seed: int) -> Path:
+    return out / "candidates" / harness.name / f"seed-{seed}"
+
+
+def _evaluator(cfg: ExperimentConfig, source: SuiteSource):
+    if cfg.evaluator.name == "harness-outcome":
+        return HarnessOutcomeEvaluator(source)
+    judge_config = cfg.evaluator.judge_model
+    if judge_config is None:
+        raise ConfigError("bad-config", "evaluator.judge_model: missing for harness-judge")
+    judge = build_model(judge_config, seed=0)
+    grants = ()
+    if cfg.evaluator.grant_reference_egress:
+        grants = (ReferenceEgressGrant.issue(suite=source.suite, judge_model=judge.identity),)
+    return HarnessJudgeEvaluator(source, judge_model=judge, grants=grants)
+
+
+@dataclass(frozen=True)
+class ReplicateOutcome:
+    """What one replicate produced (for the manifest and the terminal summary)."""
+
+    candidate: str
+    seed: int
+    evidence_digest: str
+    evaluator_fingerprint: str
+    attempts: int
+    skipped: int
+
+
+def run_replicate(
+    cfg: ExperimentConfig,
+    *,
+    label: str,
+    harness: Harness,
+    seed: int,
+    source: SuiteSource,
+    out: Path,
+    progress: Progress | None = None,
+) -> ReplicateOutcome:
+    """Run, assemble, verify, publish and evaluate one candidate under one seed."""
+    suite = source.suite
+    directory = replicate_dir(out, harness, seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    atomic_write(
+        directory.parent / CANDIDATE_FILE,
+        canonical_bytes(
+            {"label": label, "name": harness.name, "harness_fingerprint": harness.fingerprint,
+             "harness": harness.model_dump(mode="json")}
+        ) + b"\n",
+    )
+    store = HarnessEvidenceStore(directory / "evidence", durability=cfg.durability)
+    sampling = SeededSample(count=cfg.sampling.count)
+    assignment = record_assignment(suite, sampling, seed=seed)
+    model = build_model(cfg.model, seed=seed)
+    toolbox = Toolbox.default()
+    tools = frozenset(harness.tools)
+    compiler = HarnessCompiler()
+    specs = []
+    for task_id in assignment.task_ids:
+        task, binding = bind_task(suite, assignment, task_id)
+        specs.append(
+            compiler.compile(
+                harness,
+                HarnessCompilationContext(
+                    task=task, seed=seed, replicate=0, authorized_tools=tools,
+                    content=HarnessContent(), output_uri=str(store.task_output(binding.position)),
+                    trajectory=TrajectoryRecordingSpec(writer=WRITER), task_binding=binding,
+                    suite=suite, model=model.identity,
+                ),
+            )
+        )
+    runner = HarnessRunner(durability=cfg.durability)
+    runs = asyncio.run(
+        runner.run_many(
+            specs, model=model, toolbox=toolbox, authorized_tools=tools,
+            concurrency=cfg.concurrency, resume=cfg.resume is not None, progress=progress,
+        )
+    )
+    evidence = assemble_evidence(specs, suite, sampling, assignment, source, store)
+    subject = publish_evidence(evidence, store)
+    evaluator = _evaluator(cfg, source)
+    evaluation_spec = bind_evaluation(
+        evaluator,
+        EvaluationSpec(evaluator=EvaluatorSpec(name=cfg.evaluator.name, config=cfg.evaluator.config)),
+    )
+    evaluation = run_harness_evaluation(
+        evaluator, evaluation_spec, subject, source=source,
+        output_uri=str(directory / "evaluation"), seed=seed,
+    )
+    if evaluation.result is None:
+        raise ConfigError(
+            "no-result", f"candidate {harness.name} seed {seed}: the evaluation produced no result"
+        )
+    replicate = ReplicateRuns(
+        seed=seed,
+        suite_digest=suite.digest,
+        assignment_digest=assignment.digest,
+        evaluations=(evaluation.result,),
+        facets={
+            "model": model.identity.model_dump(mode="json", exclude={"parameters"})
+            | {"parameters": _facet_parameters(model)},
+            "toolbox": toolbox.version,
+            "runtime": "xaytune-local/v1",
+            "durability": cfg.durability,
+        },
+        timing_environment=timing_environment(),
+        task_observations=dict(evaluation.task_observations),
+    )
+    atomic_write(directory / REPLICATE_FILE, canonical_bytes(replicate) + b"\n")
+    return ReplicateOutcome(
+        candidate=harness.name,
+        seed=seed,
+        evidence_digest=evidence.digest,
+        evaluator_fingerprint=evaluation.result.evaluator_fingerprint,
+        attempts=sum(len(run.attempts) for run in runs),
+        skipped=sum(run.skipped for run in runs),
+    )
+
+
+def _facet_parameters(model: Model) -> dict[str, object]:
+    # A simulated model is seeded per replicate; the seed is the replicate's, not a
+    # facet of the execution environment, so it is left out of C4.
+    return {k: v for k, v in model.identity.parameters.items() if k != "seed"}

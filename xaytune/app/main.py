@@ -1,0 +1,111 @@
+"""``python -m xaytune +experiment=...``: the Hydra entry point.
+
+Composes the config, validates it as a whole, runs every candidate x seed (or the
+one seed of a multirun job), compares, writes the output tree and prints the table.
+Refusals print one line and exit 2; a CI gate (``comparison.fail_on``) exits 1;
+Ctrl-C seals in-flight attempts partial, prints how to resume and exits 130.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from xaytune.app.config import ExperimentConfig, validate_config
+from xaytune.app.experiment import load_source, run_replicate
+from xaytune.app.gather import write_comparison
+from xaytune.app.manifest import check_resume, write_manifest
+from xaytune.app.progress import replicate_progress
+from xaytune.app.reports import terminal_table
+from xaytune.core.errors import ConfigError, XaytuneError
+
+__all__ = ["main", "resolve_config"]
+
+
+def resolve_config(raw: DictConfig) -> tuple[ExperimentConfig, dict[str, Any]]:
+    """Resolve interpolations and validate; one-line ConfigError naming the key."""
+    try:
+        plain = OmegaConf.to_container(raw, resolve=True, throw_on_missing=True)
+    except OmegaConfBaseException as error:
+        key = getattr(error, "full_key", None) or "config"
+        message = str(error).splitlines()[0]
+        raise ConfigError("bad-config", f"{key}: {message}") from None
+    assert isinstance(plain, dict)
+    plain.pop("hydra", None)
+    return validate_config(plain), plain
+
+
+def _fail(error: XaytuneError) -> None:
+    print(f"error: {error}", file=sys.stderr)
+    sys.exit(2)
+
+
+def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare: bool) -> int:
+    """Run this job's replicates into ``out``; compare and report when ``compare``."""
+    source = load_source(cfg)
+    if cfg.resume is not None:
+        check_resume(out, plain)
+    write_manifest(out, cfg, plain, source, final=False)
+    for seed in cfg.job_seeds:
+        for label in ("a", "b"):
+            harness = cfg.candidates[label]
+            with replicate_progress(f"{harness.name} seed {seed}",
+                                    total=_task_count(cfg, source),
+                                    enabled=cfg.progress) as progress:
+                run_replicate(cfg, label=label, harness=harness, seed=seed, source=source,
+                              out=out, progress=progress)
+    if not compare:
+        print(f"replicates written under {out}")
+        return 0
+    return finish(out, cfg, plain, source)
+
+
+def finish(out: Path, cfg: ExperimentConfig, plain: dict[str, Any], source) -> int:
+    """Compare, write reports and the final manifest, print the table; the gate code."""
+    report, directory = write_comparison(out, cfg, source)
+    write_manifest(out, cfg, plain, source, final=True)
+    released = report.released()
+    terminal_table(released)
+    print(f"report: {directory / 'report.md'} (html: {directory / 'report.html'})")
+    if report.relation in cfg.comparison.fail_on:
+        print(f"gate: relation {report.relation} is in comparison.fail_on", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _task_count(cfg: ExperimentConfig, source) -> int:
+    return cfg.sampling.count or len(source.suite.tasks)
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+def main(raw: DictConfig) -> None:
+    """Hydra task function."""
+    out: Path | None = None
+    cfg: ExperimentConfig | None = None
+    try:
+        cfg, plain = resolve_config(raw)
+        hydra_cfg = HydraConfig.get()
+        multirun = hydra_cfg.mode == RunMode.MULTIRUN
+        if multirun and cfg.seed is None:
+            raise ConfigError("bad-config", "seed: a multirun job needs seed=<s> (sweep seed=...)")
+        out = Path(cfg.resume) if cfg.resume else Path(hydra_cfg.runtime.output_dir)
+        code = run_job(cfg, plain, out, compare=not multirun)
+    except XaytuneError as error:
+        _fail(error)
+    except KeyboardInterrupt:
+        name = cfg.experiment.name if cfg else "<name>"
+        print(
+            "\ninterrupted: in-flight attempts were sealed partial; nothing attested is lost.\n"
+            f"resume with: python -m xaytune +experiment={name} resume={out}",
+            file=sys.stderr,
+        )
+        sys.exit(130)
+    if code:
+        sys.exit(code)

@@ -1,0 +1,110 @@
+"""The output tree's manifest: resolved config, every fingerprint, versions, timing."""
+
+from __future__ import annotations
+
+import json
+import platform
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from xaytune.app.config import ExperimentConfig
+from xaytune.app.experiment import REPLICATE_FILE, timing_environment
+from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
+from xaytune.core.domain.benchmark import SuiteSource
+from xaytune.core.errors import ConfigError
+from xaytune.harness.store import atomic_write
+
+__all__ = ["MANIFEST", "REPORT_FILES", "check_resume", "write_manifest"]
+
+MANIFEST = "manifest.json"
+REPORT_FILES = (
+    "comparison/report.json",
+    "comparison/report.restricted.json",
+    "comparison/report.md",
+    "comparison/report.html",
+)
+# Keys that may change between a run and its resumption without changing what is run.
+_OPERATIONAL = {"resume", "progress", "concurrency", "seed"}
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for package in ("xaytune", "pydantic", "hydra-core", "omegaconf", "numpy", "scipy", "rfc8785"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not-installed"
+    return versions
+
+
+def _replicates(out: Path) -> list[dict[str, Any]]:
+    found = []
+    for path in sorted(out.rglob(REPLICATE_FILE)):
+        replicate = json.loads(path.read_bytes())
+        published = sorted((path.parent / "evidence" / "published").glob("*.intoto.json"))
+        found.append(
+            {
+                "path": str(path.parent.relative_to(out)),
+                "seed": replicate["seed"],
+                "assignment_digest": replicate["assignment_digest"],
+                "evaluator_fingerprints": sorted(
+                    {e["evaluator_fingerprint"] for e in replicate["evaluations"]}
+                ),
+                "evidence_digests": ["sha256:" + p.name.split(".")[0] for p in published],
+            }
+        )
+    return found
+
+
+def write_manifest(
+    out: Path, cfg: ExperimentConfig, plain: dict[str, Any], source: SuiteSource, *, final: bool
+) -> None:
+    """Write ``manifest.json`` (again when ``final``, with replicates and report digests)."""
+    out.mkdir(parents=True, exist_ok=True)
+    manifest: dict[str, Any] = {
+        "schema": "xaytune.experiment-manifest/v1",
+        "experiment": cfg.experiment.name,
+        "config": plain,
+        "config_fingerprint": fingerprint(_what_is_run(plain)),
+        "suite": {
+            "name": source.suite.name,
+            "version": source.suite.version,
+            "digest": source.digest,
+            "builtin": cfg.suite.builtin,
+            "path": None if cfg.suite.path is None else str(Path(cfg.suite.path).resolve()),
+        },
+        "candidates": {
+            label: {"name": h.name, "harness_fingerprint": h.fingerprint}
+            for label, h in sorted(cfg.candidates.items())
+        },
+        "durability": cfg.durability,
+        "timing_environment": timing_environment(),
+        "versions": _versions(),
+        "complete": final,
+    }
+    if final:
+        manifest["replicates"] = _replicates(out)
+        manifest["reports"] = {
+            name: sha256_digest((out / name).read_bytes())
+            for name in REPORT_FILES
+            if (out / name).exists()
+        }
+    atomic_write(out / MANIFEST, canonical_bytes(manifest) + b"\n")
+
+
+def _what_is_run(plain: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in plain.items() if k not in _OPERATIONAL}
+
+
+def check_resume(out: Path, plain: dict[str, Any]) -> None:
+    """Refuse to resume into a tree made from another config (``resume-mismatch``)."""
+    path = out / MANIFEST
+    try:
+        previous = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ConfigError("resume-mismatch", f"{path}: no manifest; not an xaytune output") from None
+    if previous.get("config_fingerprint") != fingerprint(_what_is_run(plain)):
+        raise ConfigError(
+            "resume-mismatch", f"{out}: was run with another config; resume needs the same one"
+        )
