@@ -3,10 +3,12 @@ candidates). Re-exported by :mod:`xaytune.core.harness_comparison`."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.measurement import EvaluationResult, MetricResult, TaskObservation
 from xaytune.core.errors import ComparisonError
 
@@ -67,6 +69,10 @@ class ReplicateRuns(BaseModel):
                 )
             names.add(evaluation.evaluator)
             for result in evaluation.metrics:
+                if result.value is not None and not math.isfinite(result.value):
+                    raise ComparisonError(
+                        "non-finite", f"{where}: metric {result.key} has value {result.value}"
+                    )
                 if result.key in keys:
                     raise ComparisonError(
                         "duplicate-metric", f"{where}: metric {result.key} reported twice"
@@ -83,6 +89,7 @@ class ReplicateRuns(BaseModel):
                 raise ComparisonError(
                     "duplicate-task", f"{where}: a task is observed twice for metric {key}"
                 )
+        canonical_bytes(self.facets)  # facets are JSON data, or refused here (C4 compares them)
         return self
 
     def metric(self, key: str) -> tuple[MetricResult, EvaluationResult] | None:
@@ -107,6 +114,11 @@ class CandidateRuns(BaseModel):
     harness_fingerprint: str
     harness_config: dict[str, Any] = Field(default_factory=dict)
     replicates: tuple[ReplicateRuns, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _json_config(self) -> CandidateRuns:
+        canonical_bytes(self.harness_config)  # diffed and compared as JSON data
+        return self
 
 
 class ObjectiveMetric(BaseModel):

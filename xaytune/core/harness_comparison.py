@@ -19,6 +19,7 @@ Usage::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -160,7 +161,7 @@ def _summarize_metric(candidate: CandidateRuns, key: str) -> MetricSummary:
     for run in runs:
         for reason, count in run.absent_reasons.items():
             absent[reason] = absent.get(reason, 0) + count
-    spreads = [run.judge_spread for run in runs]
+    spreads = [run.judge_spread for run in runs if run.judge_spread is not None]
     present = [value for value in values if value is not None]
     complete = len(present) == len(values)
     return MetricSummary(
@@ -174,9 +175,7 @@ def _summarize_metric(candidate: CandidateRuns, key: str) -> MetricSummary:
         sd=stats.sample_sd(present) if complete else None,
         execution_se=stats.standard_error(present) if complete else None,
         # The judge's spread is its own quantity, never folded into execution_se.
-        judge_spread=(
-            stats.mean(spreads) if judge and all(s is not None for s in spreads) else None  # type: ignore[misc]
-        ),
+        judge_spread=stats.mean(spreads) if judge and len(spreads) == len(runs) else None,
         absent_reasons=dict(sorted(absent.items())),
     )
 
@@ -220,35 +219,39 @@ def _is_time_metric(key: str, unit: str | None) -> bool:
     return key.split("@", 1)[0] in TIME_METRICS or unit == "s"
 
 
-def _orient(objective: ObjectiveMetric | None):
+def _orient(objective: ObjectiveMetric | None) -> Callable[[float, float], float]:
+    """Orientation of a paired difference: positive always favours A."""
     if objective is not None and objective.direction == "minimize":
         return lambda a, b: b - a
     return lambda a, b: a - b
 
 
 def _apply_rule(
-    key: str, objective: ObjectiveMetric | None, context: _Context
+    summary_a: MetricSummary,
+    summary_b: MetricSummary,
+    objective: ObjectiveMetric | None,
+    k: float,
 ) -> tuple[_Rule, Verdict, VerdictReason]:
+    """paired-difference/v1 on two present summaries of the same seeds."""
     orient = _orient(objective)
-    pairs = []
-    for seed, (replicate_a, replicate_b) in sorted(context.paired.items()):
-        value_a = replicate_a.metric(key)[0].value  # type: ignore[index]
-        value_b = replicate_b.metric(key)[0].value  # type: ignore[index]
-        pairs.append(
-            SeedDifference(seed=seed, a=value_a, b=value_b, difference=orient(value_a, value_b))
-        )
+    values_b = {run.seed: run.value for run in summary_b.runs}
+    pairs = tuple(
+        SeedDifference(seed=run.seed, a=a, b=b, difference=orient(a, b))
+        for run in sorted(summary_a.runs, key=lambda run: run.seed)
+        if (a := run.value) is not None and (b := values_b[run.seed]) is not None
+    )
     values = [pair.difference for pair in pairs]
-    rule = _Rule(differences=tuple(pairs), mean=stats.mean(values), se=stats.standard_error(values))
+    mean, se = stats.mean(values), stats.standard_error(values)
     if objective is None:
-        return rule, "not-compared", "not-an-objective"
-    if len(values) < 3:
-        return rule, "inconclusive", "too-few-replicates"
-    threshold = max(objective.min_effect, context.spec.k * rule.se)  # type: ignore[operator]
-    rule = _Rule(rule.differences, rule.mean, rule.se, threshold)
+        return _Rule(pairs, mean, se), "not-compared", "not-an-objective"
+    if se is None or len(values) < 3:
+        return _Rule(pairs, mean, se), "inconclusive", "too-few-replicates"
+    threshold = max(objective.min_effect, k * se)
+    rule = _Rule(pairs, mean, se, threshold)
     # Strict ">": a mean exactly at the threshold is inconclusive.
-    if rule.mean > threshold:  # type: ignore[operator]
+    if mean > threshold:
         return rule, "favors-a", "exceeds-threshold"
-    if rule.mean < -threshold:  # type: ignore[operator]
+    if mean < -threshold:
         return rule, "favors-b", "exceeds-threshold"
     return rule, "inconclusive", "within-threshold"
 
@@ -300,7 +303,7 @@ def _compare_metric(
         # An absent run value is never imputed: the objective stays undecided.
         verdict, reason = ("inconclusive" if objective else "not-compared"), "absent"
     else:
-        rule, verdict, reason = _apply_rule(key, objective, context)
+        rule, verdict, reason = _apply_rule(summary_a, summary_b, objective, context.spec.k)
     descriptive, per_task = _descriptive(key, objective, rule, context)
     comparison = MetricComparison(
         metric=key,

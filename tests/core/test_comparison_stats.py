@@ -1,0 +1,126 @@
+"""Descriptive statistics of comparisons, against hand or closed-form values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from xaytune.core import _comparison_stats as stats
+
+
+def test_wilson_interval_seven_of_ten():
+    # Wilson (1927); the textbook example 7/10 at 95%: [0.3968, 0.8922].
+    low, high = stats.wilson_interval(7, 10)
+    assert (round(low, 4), round(high, 4)) == (0.3968, 0.8922)
+
+
+def test_wilson_interval_edges_stay_inside_unit_interval():
+    # 0/10: centre = (z²/2n)/(1 + z²/n) and the half-width equal to it → low 0;
+    # high = z²/(n + z²) = 3.8415/13.8415 ≈ 0.2775. 10/10 mirrors it.
+    low, high = stats.wilson_interval(0, 10)
+    assert low == pytest.approx(0.0, abs=1e-15)
+    assert high == pytest.approx(0.2775327998628892, rel=1e-12)
+    low, high = stats.wilson_interval(10, 10)
+    assert high == pytest.approx(1.0, abs=1e-15)
+    assert low == pytest.approx(1 - 0.2775327998628892, rel=1e-12)
+    with pytest.raises(ValueError):
+        stats.wilson_interval(3, 2)
+
+
+def test_t_interval_matches_the_closed_form_at_two_degrees_of_freedom():
+    # At df = 2 the t CDF is F(t) = 1/2 + t / (2 sqrt(2 + t²)); solving F(t) = 0.975
+    # gives t = u·sqrt(2 / (1 − u²)) with u = 0.95: 4.30265272974946385... (40-digit Decimal).
+    t = 0.95 * math.sqrt(2 / (1 - 0.95**2))
+    low, high = stats.t_interval(2.0, 1.0, df=2)
+    assert low == pytest.approx(2.0 - t, rel=1e-12)
+    assert high == pytest.approx(2.0 + t, rel=1e-12)
+    assert t == pytest.approx(4.302652729749464, rel=1e-15)
+
+
+def test_t_interval_is_unknown_without_degrees_of_freedom_or_se():
+    assert stats.t_interval(1.0, None, df=2) is None
+    assert stats.t_interval(1.0, 0.5, df=0) is None
+
+
+def test_coverage_of_two_se_at_three_replicates():
+    # df = 2: coverage = 2F(2) − 1 = 2/sqrt(2 + 4) = 2/sqrt(6) ≈ 0.8165.
+    assert stats.t_coverage(2.0, 2) == pytest.approx(2 / math.sqrt(6), rel=1e-12)
+    assert round(stats.t_coverage(2.0, 2), 4) == 0.8165
+    # df = 1 (Cauchy): coverage = (2/π)·atan(k) = 0.7048 for k = 2.
+    assert stats.t_coverage(2.0, 1) == pytest.approx(2 / math.pi * math.atan(2.0), rel=1e-12)
+    assert stats.t_coverage(2.0, 0) is None
+
+
+def test_mean_sd_and_se_are_exact_on_golden_values():
+    # (1, 4, 1): mean 2, ss 6, sd = sqrt(6/2) = sqrt(3), se = sqrt(6/6) = 1.
+    assert stats.mean([1.0, 4.0, 1.0]) == 2.0
+    assert stats.sample_sd([1.0, 4.0, 1.0]) == math.sqrt(3)
+    assert stats.standard_error([1.0, 4.0, 1.0]) == 1.0
+    # One value: unknown, never zero.
+    assert stats.sample_sd([5.0]) is None
+    assert stats.standard_error([5.0]) is None
+
+
+def test_pass_hat_k_small_hand_example():
+    # t1: 3/3 solved, t2: 2/3, t3: 0/3 (n = 3 trials each).
+    # pass^1 = (1 + 2/3 + 0)/3 = 5/9; pass^2 = (C(3,2)/C(3,2) + C(2,2)/C(3,2) + 0)/3
+    # = (1 + 1/3)/3 = 4/9; pass^3 = (1 + 0 + 0)/3 = 1/3.
+    outcomes = {
+        "t1": [True, True, True],
+        "t2": [True, False, True],
+        "t3": [False, False, False],
+    }
+    assert stats.pass_hat_k(outcomes) == ((1, 5 / 9), (2, 4 / 9), (3, 1 / 3))
+
+
+def test_pass_hat_k_stops_at_the_smallest_trial_count():
+    # t1 ran 3 times (2 successes), t2 twice (1): k = 1..2.
+    # pass^1 = (2/3 + 1/2)/2 = 7/12; pass^2 = (C(2,2)/C(3,2) + C(1,2)/C(2,2))/2 = 1/6.
+    outcomes = {"t1": [True, True, False], "t2": [False, True]}
+    assert stats.pass_hat_k(outcomes) == ((1, 7 / 12), (2, 1 / 6))
+    assert stats.pass_hat_k({}) == ()
+
+
+def test_clustered_standard_error_small_hand_example():
+    # Cluster t1: (3, 3), t2: (1, 1). n = 4, mean 2, deviations (1, 1, −1, −1), ss 4.
+    # SE_CLT² = 4/(4·3) = 1/3. Cross terms: t1 (1+1)² − 2 = 2, t2 (−2)² − 2 = 2;
+    # total 4, /n² = 1/4. SE² = 1/3 + 1/4 = 7/12 → SE = sqrt(7/12) ≈ 0.7638,
+    # larger than the independent sqrt(1/3) ≈ 0.5774: the clusters are correlated.
+    observations = [("t1", 3.0), ("t1", 3.0), ("t2", 1.0), ("t2", 1.0)]
+    assert stats.clustered_standard_error(observations) == pytest.approx(
+        math.sqrt(7 / 12), rel=1e-15
+    )
+    values = [value for _, value in observations]
+    assert stats.standard_error(values) == pytest.approx(math.sqrt(1 / 3), rel=1e-15)
+
+
+def test_clustered_standard_error_of_singleton_clusters_is_the_plain_one():
+    # With one observation per cluster every cross term is 0: SE = SE_CLT.
+    observations = [("t1", 1.0), ("t2", 4.0), ("t3", 1.0)]
+    assert stats.clustered_standard_error(observations) == 1.0
+
+
+def test_clustered_standard_error_needs_two_clusters():
+    assert stats.clustered_standard_error([("t1", 1.0), ("t1", 2.0)]) is None
+
+
+def test_pearson_correlation_and_when_it_is_undefined():
+    assert stats.pearson([1.0, 2.0, 3.0], [2.0, 4.0, 6.0]) == pytest.approx(1.0)
+    assert stats.pearson([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]) == pytest.approx(-1.0)
+    # (1, 2, 3) vs (1, 3, 2): sxy = 1, sxx = syy = 2 → 0.5.
+    assert stats.pearson([1.0, 2.0, 3.0], [1.0, 3.0, 2.0]) == pytest.approx(0.5)
+    assert stats.pearson([1.0, 2.0, 3.0], [5.0, 5.0, 5.0]) is None
+    assert stats.pearson([1.0, 2.0], [2.0, 1.0]) is None
+
+
+def test_replicates_needed_to_detect_min_effect():
+    # k = 2, sd = 1, min_effect 0.5: 2/sqrt(R) <= 0.5 ⇔ R >= 16.
+    assert stats.replicates_needed(2.0, 1.0, 0.5) == 16
+    # sd = sqrt(3), min_effect 0.5: R >= (2·sqrt(3)/0.5)² = 48.
+    assert stats.replicates_needed(2.0, math.sqrt(3), 0.5) == 48
+    # Reached at R = 1, but the rule needs at least three replicates.
+    assert stats.replicates_needed(2.0, 1.0, 2.0) == 3
+    assert stats.replicates_needed(2.0, 0.0, 0.5) == 3
+    assert stats.replicates_needed(2.0, 1.0, 0.0) is None
+    assert stats.replicates_needed(2.0, None, 0.5) is None
