@@ -1,0 +1,302 @@
+"""The toolbox: registration, schemas, version, and every call path."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from xaytune.core.errors import ExecutionError
+from xaytune.harness.toolbox import CalculatorTool, Tool, Toolbox, ToolError, ToolResult
+from xaytune.models._protocol import ToolCall
+
+ALL = frozenset({"calculator", "echo", "failing", "buggy", "nested"})
+
+
+class EchoTool:
+    """Returns its ``text`` argument, optionally repeated."""
+
+    name = "echo"
+    description = "Echo the text."
+    version = "1"
+
+    def __init__(self, parameters: dict[str, Any] | None = None) -> None:
+        self.parameters = parameters or {
+            "type": "object",
+            "properties": {"text": {"type": "string"}, "times": {"type": "integer"}},
+            "required": ["text"],
+            "additionalProperties": False,
+        }
+
+    def invoke(self, arguments: dict[str, Any]) -> str:
+        return arguments["text"] * arguments.get("times", 1)
+
+
+class FailingTool:
+    name = "failing"
+    description = "Always fails."
+    version = "1"
+    parameters: dict[str, Any] = {"type": "object"}  # noqa: RUF012 - the Tool protocol
+
+    def invoke(self, arguments: dict[str, Any]) -> str:
+        raise ToolError("the service is down")
+
+
+class BuggyTool(FailingTool):
+    name = "buggy"
+
+    def invoke(self, arguments: dict[str, Any]) -> str:
+        raise RuntimeError("a bug in the tool")
+
+
+class NestedTool:
+    """Exercises the nested parts of the schema subset."""
+
+    name = "nested"
+    description = "Nested arguments."
+    version = "1"
+    parameters: dict[str, Any] = {  # noqa: RUF012 - the Tool protocol
+        "type": "object",
+        "properties": {
+            "point": {
+                "type": "object",
+                "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+                "required": ["x", "y"],
+                "additionalProperties": False,
+            },
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "flag": {"type": "boolean"},
+            "anything": {"description": "no type: any JSON value"},
+        },
+    }
+
+    def invoke(self, arguments: dict[str, Any]) -> str:
+        return json.dumps(arguments, sort_keys=True)
+
+
+def toolbox() -> Toolbox:
+    return Toolbox((CalculatorTool(), EchoTool(), FailingTool(), BuggyTool(), NestedTool()))
+
+
+def call(name: str, arguments: str, authorized: frozenset[str] = ALL) -> ToolResult:
+    return toolbox().call(ToolCall("call-1", name, arguments), authorized=authorized)
+
+
+# ---------------------------------------------------------------- call paths
+
+
+def test_call_returns_the_tool_content_with_timing() -> None:
+    result = call("calculator", '{"expression": "17 * 25 - 38"}')
+    assert result == ToolResult("call-1", "calculator", "387", True, None, result.elapsed_s)
+    assert result.elapsed_s >= 0.0
+
+
+def test_call_refuses_an_unauthorized_tool_even_if_the_toolbox_has_it() -> None:
+    result = call("echo", '{"text": "hi"}', authorized=frozenset({"calculator"}))
+    assert (result.ok, result.error) == (False, "unauthorized-tool")
+    assert result.content == "error: tool 'echo' is not authorized"
+    assert result.elapsed_s == 0.0
+
+
+def test_call_refuses_an_unknown_tool_as_unauthorized_when_not_granted() -> None:
+    # Authorization is the gate: an ungranted name gets the same answer either way.
+    result = call("search", "{}", authorized=frozenset({"calculator"}))
+    assert result.error == "unauthorized-tool"
+
+
+def test_call_reports_an_authorized_tool_missing_from_the_toolbox_as_unknown() -> None:
+    result = call("search", "{}", authorized=ALL | {"search"})
+    assert (result.ok, result.error) == (False, "unknown-tool")
+    assert result.content.startswith("error: ")
+    assert "'search'" in result.content
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "words"),
+    [
+        ("calculator", "", "not valid JSON"),
+        ("calculator", "{expression: 1}", "not valid JSON"),
+        ("calculator", '"1+1"', "expected a JSON object, got string"),
+        ("calculator", "[1]", "expected a JSON object, got array"),
+        ("calculator", "null", "expected a JSON object, got null"),
+        ("calculator", "{}", "missing required key 'expression'"),
+        ("calculator", '{"expression": 3}', "arguments.expression must be string, got integer"),
+        ("calculator", '{"expression": "1", "x": 1}', "unexpected key 'x'"),
+        ("calculator", '{"expression": "1", "expression": "2"}', "duplicate key"),
+        ("echo", '{"text": "a", "times": 1.5}', "arguments.times must be integer, got number"),
+        ("echo", '{"text": "a", "times": true}', "must be integer, got boolean"),
+        ("nested", '{"point": {"x": 1}}', "missing required key 'y' in arguments.point"),
+        ("nested", '{"point": {"x": NaN, "y": 1}}', "not valid JSON"),
+        ("nested", '{"point": {"x": Infinity, "y": 1}}', "not valid JSON"),
+        ("nested", '{"point": {"x": "1", "y": 1}}', "arguments.point.x must be number"),
+        ("nested", '{"point": {"x": 1, "y": 2, "z": 3}}', "unexpected key 'z'"),
+        ("nested", '{"tags": ["a", 2]}', "arguments.tags[1] must be string, got integer"),
+        ("nested", '{"tags": "a"}', "arguments.tags must be array, got string"),
+        ("nested", '{"flag": 1}', "arguments.flag must be boolean, got integer"),
+    ],
+)
+def test_call_refuses_bad_arguments(name: str, arguments: str, words: str) -> None:
+    result = call(name, arguments)
+    assert (result.ok, result.error) == (False, "bad-arguments")
+    assert result.content.startswith(f"error: bad arguments for {name!r}: ")
+    assert words in result.content
+
+
+def test_call_accepts_arguments_the_schema_allows() -> None:
+    arguments = {"point": {"x": 1, "y": 2.5}, "tags": [], "flag": False, "anything": [None]}
+    result = call("nested", json.dumps(arguments))
+    assert result.ok
+    assert json.loads(result.content) == arguments
+    assert call("nested", '{"extra": "open schemas allow extra keys"}').ok
+    assert call("echo", '{"text": "ab", "times": 2}').content == "abab"
+
+
+def test_call_reports_a_tool_error_to_the_model() -> None:
+    result = call("failing", "{}")
+    assert (result.ok, result.error) == (False, "tool-error")
+    assert result.content == "error: the service is down"
+
+
+def test_call_reports_a_calculator_refusal_as_a_tool_error() -> None:
+    for expression in ["1 / 0", "__import__('os')", "2 ** 1000", "x" * 501]:
+        result = call("calculator", json.dumps({"expression": expression}))
+        assert result.error == "tool-error", expression
+        assert result.content.startswith("error: ")
+
+
+def test_call_lets_a_tool_bug_propagate() -> None:
+    # Only ToolError is the model's business; anything else is a bug in the tool.
+    with pytest.raises(RuntimeError, match="a bug in the tool"):
+        call("buggy", "{}")
+
+
+def test_call_refuses_a_tool_that_returns_a_non_string() -> None:
+    class NumberTool(FailingTool):
+        name = "number"
+
+        def invoke(self, arguments: dict[str, Any]) -> str:
+            return 42  # type: ignore[return-value]
+
+    box = Toolbox((NumberTool(),))
+    with pytest.raises(ExecutionError) as caught:
+        box.call(ToolCall("c", "number", "{}"), authorized=frozenset({"number"}))
+    assert caught.value.reason == "bad-tool-result"
+
+
+# ---------------------------------------------------------------- registry
+
+
+def test_default_toolbox_holds_the_calculator_only() -> None:
+    assert Toolbox.default().names == frozenset({"calculator"})
+    assert isinstance(CalculatorTool(), Tool)
+
+
+def test_register_returns_a_new_toolbox_and_leaves_the_old_one_unchanged() -> None:
+    base = Toolbox.default()
+    grown = base.register(EchoTool())
+    assert base.names == frozenset({"calculator"})
+    assert grown.names == frozenset({"calculator", "echo"})
+    assert grown is not base
+    assert base.version != grown.version
+    with pytest.raises(AttributeError):
+        base.extra = 1  # type: ignore[attr-defined]
+
+
+def test_register_refuses_a_duplicate_name() -> None:
+    with pytest.raises(ExecutionError) as caught:
+        Toolbox.default().register(CalculatorTool())
+    assert caught.value.reason == "duplicate-tool"
+    with pytest.raises(ExecutionError) as caught:
+        Toolbox((EchoTool(), EchoTool()))
+    assert caught.value.reason == "duplicate-tool"
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"type": "array"},
+        {"type": "object", "properties": {"a": {"type": "string", "enum": ["x"]}}},
+        {"type": "object", "properties": {"a": {"type": "null"}}},
+        {"type": "object", "properties": {"a": {"type": ["string", "integer"]}}},
+        {"type": "object", "additionalProperties": {"type": "string"}},
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]},
+        {"type": "object", "required": "a"},
+        {"type": "object", "oneOf": []},
+        {"type": "object", "properties": {"a": {"type": "string", "items": {}}}},
+        {"type": "object", "properties": {"a": {"type": "array", "items": {"format": "x"}}}},
+        {"type": "object", "description": 3},
+    ],
+)
+def test_register_refuses_a_schema_outside_the_subset(parameters: dict[str, Any]) -> None:
+    with pytest.raises(ExecutionError) as caught:
+        Toolbox.default().register(EchoTool(parameters))
+    assert caught.value.reason == "unsupported-schema"
+
+
+@pytest.mark.parametrize("name", ["", "has space", "dotted.name", "x" * 65])
+def test_register_refuses_a_name_endpoints_reject(name: str) -> None:
+    tool = EchoTool()
+    tool.name = name
+    with pytest.raises(ExecutionError) as caught:
+        Toolbox((tool,))
+    assert caught.value.reason == "invalid-tool-name"
+
+
+def test_register_refuses_an_object_that_is_not_a_tool() -> None:
+    with pytest.raises(ExecutionError) as caught:
+        Toolbox((object(),))  # type: ignore[arg-type]
+    assert caught.value.reason == "not-a-tool"
+
+
+# ---------------------------------------------------------------- schemas, version
+
+
+def test_schemas_come_in_the_requested_order() -> None:
+    schemas = toolbox().schemas(["echo", "calculator", "nested"])
+    assert [schema.name for schema in schemas] == ["echo", "calculator", "nested"]
+    assert schemas[1].parameters == CalculatorTool().parameters
+    assert schemas[1].description == CalculatorTool.description
+
+
+def test_schemas_refuse_an_unknown_name_and_name_it() -> None:
+    with pytest.raises(ExecutionError) as caught:
+        toolbox().schemas(["calculator", "search"])
+    assert caught.value.reason == "unknown-tool"
+    assert "'search'" in str(caught.value)
+
+
+def test_schemas_are_snapshots_that_callers_cannot_mutate_into_the_toolbox() -> None:
+    box = Toolbox.default()
+    version = box.version
+    box.schemas(["calculator"])[0].parameters["properties"].clear()
+    assert box.schemas(["calculator"])[0].parameters == CalculatorTool().parameters
+    assert box.version == version
+
+
+def test_version_is_stable_and_independent_of_registration_order() -> None:
+    one = Toolbox((CalculatorTool(), EchoTool()))
+    two = Toolbox((EchoTool(),)).register(CalculatorTool())
+    assert one.version == two.version
+    assert one.version.startswith("sha256:")
+    assert Toolbox.default().version == Toolbox.default().version
+
+
+def test_version_changes_when_a_tool_schema_or_version_changes() -> None:
+    before = Toolbox((EchoTool(),)).version
+    changed_schema = EchoTool()
+    changed_schema.parameters["properties"]["text"]["description"] = "what to echo"
+    assert Toolbox((changed_schema,)).version != before
+    changed_version = EchoTool()
+    changed_version.version = "2"
+    assert Toolbox((changed_version,)).version != before
+
+
+def test_a_tool_mutated_after_registration_does_not_change_the_toolbox() -> None:
+    tool = EchoTool()
+    box = Toolbox((tool,))
+    version = box.version
+    tool.parameters["required"] = []
+    assert box.version == version
+    result = box.call(ToolCall("c", "echo", "{}"), authorized=frozenset({"echo"}))
+    assert result.error == "bad-arguments"
