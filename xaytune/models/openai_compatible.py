@@ -1,0 +1,369 @@
+"""A client for OpenAI-compatible chat-completions endpoints.
+
+OpenAI, vLLM, Ollama, the llama.cpp server and LM Studio all speak this protocol.
+Transport failures (429, 500, 502, 503, 504, timeouts, dropped connections) are
+retried here with capped exponential backoff, honouring ``Retry-After``; every retry
+is counted, and exhaustion raises :class:`TransientModelError` so the harness's own
+retry policy decides what happens next. Everything else is a terminal
+:class:`ModelError` with a stable reason. Spend is never silently zero: a reply
+without token usage is refused (``usage-missing``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+import os
+import time
+import weakref
+from typing import Any
+
+import httpx
+
+from xaytune.core.errors import ConfigError
+from xaytune.models._protocol import (
+    ContextOverflowError,
+    FinishReason,
+    Message,
+    ModelError,
+    ModelIdentity,
+    ModelReply,
+    ModelRequest,
+    ToolCall,
+    TransientModelError,
+    Usage,
+)
+
+__all__ = ["OpenAICompatibleModel"]
+
+_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_BACKOFF_CAP_S = 30.0
+_RETRY_AFTER_CAP_S = 60.0
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "content_filter": "content_filter",
+}
+_CONTEXT_WORDS = (
+    "context length",
+    "context_length",
+    "context window",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "exceeds the context",
+    "context size",
+    "context_size",
+    "context overflow",
+)
+_UNKNOWN_MODEL_WORDS = ("does not exist", "not found", "model_not_found", "unknown model")
+# Body fields the client owns; a parameter may not override them.
+_RESERVED = frozenset({"model", "messages", "tools", "stream"})
+
+
+def _message_payload(message: Message) -> dict[str, Any]:
+    payload: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        payload["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in message.tool_calls
+        ]
+    if message.role == "tool":
+        payload["tool_call_id"] = message.tool_call_id
+    return payload
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    if not math.isfinite(seconds):
+        return None
+    return min(_RETRY_AFTER_CAP_S, max(0.0, seconds))
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+class OpenAICompatibleModel:
+    """A model served behind ``POST {base_url}/chat/completions``.
+
+    ``parameters`` (temperature, top_p, max_tokens, seed, response_format, ...) are
+    passed through in the request body and pinned in the identity; ``base_url`` is
+    where the model is served, not what it is, so it is an attribute and not part of
+    the identity. The API key is read from ``api_key_env`` once, at construction,
+    and never appears in the identity, in messages or in a repr. One HTTP client is
+    kept for the running event loop, created lazily; await :meth:`aclose` before that
+    loop ends (a later loop gets a new client, so sequential loops work).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str | None = None,
+        revision: str = "unpinned",
+        parameters: dict[str, Any] | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        where = f"model {model!r} at {base_url}"
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError("model-config", f"{where}: base_url must start with http(s)://")
+        if not model:
+            raise ConfigError("model-config", f"model at {base_url}: the model name is empty")
+        if not (timeout_s > 0 and math.isfinite(timeout_s)):
+            raise ConfigError("model-config", f"{where}: timeout_s {timeout_s!r} is not positive")
+        if not _is_count(max_retries):
+            raise ConfigError("model-config", f"{where}: max_retries {max_retries!r} is not >= 0")
+        if not (backoff_s >= 0 and math.isfinite(backoff_s)):
+            raise ConfigError("model-config", f"{where}: backoff_s {backoff_s!r} is negative")
+        parameters = dict(parameters or {})
+        clash = sorted(_RESERVED & parameters.keys())
+        if clash:
+            raise ConfigError("model-config", f"{where}: parameters may not set {clash}")
+        api_key: str | None = None
+        if api_key_env is not None:
+            api_key = os.environ.get(api_key_env)
+            if not api_key:
+                raise ModelError(
+                    "model-auth", f"{where}: environment variable {api_key_env} is not set"
+                )
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self._where = f"model {model!r} at {self.base_url}"
+        self._url = f"{self.base_url}/chat/completions"
+        self._api_key = api_key
+        self._api_key_env = api_key_env
+        self._parameters = parameters
+        self._timeout_s = float(timeout_s)
+        self._max_retries = max_retries
+        self._backoff_s = float(backoff_s)
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._identity = ModelIdentity(
+            provider="openai-compatible", model=model, revision=revision, parameters=parameters
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleModel(base_url={self.base_url!r}, model={self.model!r})"
+
+    @property
+    def identity(self) -> ModelIdentity:
+        """``openai-compatible / <model> / <revision>`` with the pinned parameters."""
+        return self._identity
+
+    async def aclose(self) -> None:
+        """Close this event loop's HTTP client (a client of another loop is dropped)."""
+        client, self._client = self._client, None
+        owner = self._client_loop() if self._client_loop is not None else None
+        self._client_loop = None
+        if client is not None and owner is asyncio.get_running_loop():
+            await client.aclose()
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """One chat completion, with transport retries counted in ``reply.retries``."""
+        body = self._body(request)
+        client = self._client_for_this_loop()
+        retries = 0
+        while True:
+            delay: float | None = None
+            try:
+                response = await client.post(self._url, json=body)
+            except httpx.TimeoutException as error:
+                failure = f"no reply within {self._timeout_s:g}s ({type(error).__name__})"
+            except (httpx.NetworkError, httpx.RemoteProtocolError) as error:
+                failure = f"connection failed ({type(error).__name__})"
+            except httpx.HTTPError as error:
+                raise ModelError(
+                    "model-error",
+                    f"{self._where}: request failed ({type(error).__name__})",
+                    retries=retries,
+                ) from None
+            else:
+                if response.status_code not in _RETRY_STATUSES:
+                    return self._reply(response, retries)
+                failure = f"HTTP {response.status_code}"
+                delay = _retry_after(response.headers.get("retry-after"))
+            if retries >= self._max_retries:
+                raise TransientModelError(
+                    f"{self._where}: {failure}; gave up after {retries} retries", retries=retries
+                )
+            if delay is None:
+                delay = min(_BACKOFF_CAP_S, self._backoff_s * 2**retries)
+            await asyncio.sleep(delay)
+            retries += 1
+
+    # ------------------------------------------------------------ internals
+    def _client_for_this_loop(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        owner = self._client_loop() if self._client_loop is not None else None
+        if self._client is None or owner is not loop:
+            # A client is bound to the loop it was first used on; a new loop gets its own.
+            headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self._timeout_s), transport=self._transport, headers=headers
+            )
+            self._client_loop = weakref.ref(loop)
+        return self._client
+
+    def _body(self, request: ModelRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            **self._parameters,
+            "messages": [_message_payload(message) for message in request.messages],
+        }
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                    },
+                }
+                for tool in request.tools
+            ]
+        if request.max_output_tokens is not None:
+            # The harness's limit and a pinned max_tokens both hold: send the smaller.
+            pinned = self._parameters.get("max_tokens")
+            limit = request.max_output_tokens
+            body["max_tokens"] = min(limit, pinned) if _is_count(pinned) else limit
+        return body
+
+    def _error_text(self, response: httpx.Response) -> str:
+        """A short, one-line, key-free excerpt of an error body."""
+        try:
+            data = response.json()
+        except ValueError:
+            text = response.text
+        else:
+            error = data.get("error") if isinstance(data, dict) else None
+            if isinstance(error, dict):
+                text = str(error.get("message") or error.get("code") or error)
+            elif error is not None:
+                text = str(error)
+            elif isinstance(data, dict) and isinstance(data.get("message"), str):
+                text = data["message"]  # vLLM's {"object": "error", "message": ...}
+            else:
+                text = json.dumps(data)[:300]
+        if self._api_key:
+            text = text.replace(self._api_key, "***")
+        return " ".join(text.split())[:200]
+
+    def _refusal(self, response: httpx.Response, retries: int) -> ModelError:
+        status = response.status_code
+        if status in (401, 403):
+            hint = f" (key from {self._api_key_env})" if self._api_key_env else " (no API key)"
+            return ModelError(
+                "model-auth",
+                f"{self._where}: HTTP {status}, credentials refused{hint}",
+                retries=retries,
+            )
+        text = self._error_text(response)
+        lowered = text.lower()
+        if status == 404 or (
+            "model" in lowered and any(word in lowered for word in _UNKNOWN_MODEL_WORDS)
+        ):
+            return ModelError(
+                "model-unknown",
+                f"{self._where}: HTTP {status}, unknown model: {text}",
+                retries=retries,
+            )
+        if status in (400, 413, 422) and any(word in lowered for word in _CONTEXT_WORDS):
+            return ContextOverflowError(f"{self._where}: HTTP {status}: {text}", retries=retries)
+        return ModelError("model-error", f"{self._where}: HTTP {status}: {text}", retries=retries)
+
+    def _reply(self, response: httpx.Response, retries: int) -> ModelReply:
+        if not response.is_success:
+            raise self._refusal(response, retries)
+        try:
+            data = response.json()
+        except ValueError:
+            raise ModelError(
+                "model-error", f"{self._where}: the reply is not JSON", retries=retries
+            ) from None
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+            if isinstance(data, dict) and "error" in data:
+                raise self._refusal(response, retries)
+            raise ModelError(
+                "model-error", f"{self._where}: the reply has no choices", retries=retries
+            )
+        usage = data.get("usage")
+        if not (
+            isinstance(usage, dict)
+            and _is_count(usage.get("prompt_tokens"))
+            and _is_count(usage.get("completion_tokens"))
+        ):
+            raise ModelError(
+                "usage-missing",
+                f"{self._where}: the reply reports no prompt/completion token usage",
+                retries=retries,
+            )
+        message = choices[0].get("message") or {}
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            raise ModelError(
+                "model-error", f"{self._where}: message content is not text", retries=retries
+            )
+        calls = self._tool_calls(message.get("tool_calls") or [], retries)
+        raw_finish = choices[0].get("finish_reason")
+        finish = _FINISH_REASONS.get(raw_finish or "", "stop")
+        if calls and finish == "stop":  # some servers (e.g. Ollama) say "stop" with calls
+            finish = "tool_calls"
+        extra: dict[str, Any] = {}
+        if isinstance(data.get("model"), str):
+            extra["served_model"] = data["model"]
+        if raw_finish != finish:
+            extra["finish_reason_raw"] = raw_finish
+        return ModelReply(
+            text=content,
+            tool_calls=calls,
+            usage=Usage(
+                input_tokens=usage["prompt_tokens"], output_tokens=usage["completion_tokens"]
+            ),
+            finish_reason=finish,
+            retries=retries,
+            extra=extra,
+        )
+
+    def _tool_calls(self, raw: Any, retries: int) -> tuple[ToolCall, ...]:
+        calls: list[ToolCall] = []
+        for number, item in enumerate(raw if isinstance(raw, list) else [None], start=1):
+            function = item.get("function") if isinstance(item, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            if not isinstance(name, str) or not name:
+                raise ModelError(
+                    "model-error",
+                    f"{self._where}: tool call {number} has no function name",
+                    retries=retries,
+                )
+            arguments = function.get("arguments", "")
+            if not isinstance(arguments, str):  # some servers send the object itself
+                arguments = json.dumps(arguments)
+            call_id = item.get("id") if isinstance(item.get("id"), str) else f"call_{number}"
+            calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
+        return tuple(calls)
