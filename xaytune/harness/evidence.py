@@ -338,6 +338,17 @@ def _quarantined_positions(store: HarnessEvidenceStore) -> dict[int, tuple[int, 
     return {position: (number, reason) for position, number, reason in store.quarantined()}
 
 
+def _check_quarantine(store: HarnessEvidenceStore, assignment: TaskAssignment) -> None:
+    quarantined = _quarantined_positions(store)
+    for position, task_id in enumerate(assignment.task_ids):
+        if position in quarantined:
+            number, reason = quarantined[position]
+            raise _refuse(
+                "quarantined-attempt",
+                f"task {task_id} attempt {number:03d} is quarantined ({reason})",
+            )
+
+
 def _rebuild(
     store: HarnessEvidenceStore,
     *,
@@ -347,16 +358,10 @@ def _rebuild(
     harness_fingerprint: str,
     replicate: int,
 ) -> HarnessRunEvidence:
-    quarantined = _quarantined_positions(store)
+    _check_quarantine(store, assignment)
     entries = []
     model: ModelIdentity | None = None
     for position, task_id in enumerate(assignment.task_ids):
-        if position in quarantined:
-            number, reason = quarantined[position]
-            raise _refuse(
-                "quarantined-attempt",
-                f"task {task_id} attempt {number:03d} is quarantined ({reason})",
-            )
         entry, entry_model = _rebuild_entry(
             store,
             suite=suite,
@@ -426,7 +431,8 @@ def assemble_evidence(
         if spec.output_uri is None or Path(spec.output_uri).resolve() != expected.resolve():
             raise _refuse(
                 "output-mismatch",
-                f"task {binding.task_id}: output_uri {spec.output_uri} is not the store's {expected}",
+                f"task {binding.task_id}: output_uri {spec.output_uri} "
+                f"is not the store's {expected}",
             )
     missing = [task_id for task_id in assignment.task_ids if task_id not in by_task]
     if missing:
@@ -459,9 +465,15 @@ def verify_run_evidence(
 
     Raises :class:`EvidenceError` with a stable reason naming task, attempt and file.
     """
+    if evidence.digest != evidence.content_digest():
+        raise _refuse("digest-mismatch", "the evidence digest is not its contents'")
     _check_cohort(suite, source)
-    if evidence.suite_digest != suite.digest:
-        raise _refuse("suite-mismatch", f"evidence is for suite {evidence.suite_digest}")
+    if evidence.suite_digest != suite.digest or evidence.suite_name != suite.name:
+        raise _refuse(
+            "suite-mismatch",
+            f"evidence is for suite {evidence.suite_name} {evidence.suite_digest}, "
+            f"not {suite.name} {suite.digest}",
+        )
     assignment = record_assignment(suite, evidence.sampling, seed=evidence.seed)
     if assignment.digest != evidence.assignment_digest:
         raise _refuse("assignment-mismatch", f"seed {evidence.seed}: assignment digest differs")
@@ -480,6 +492,15 @@ def verify_run_evidence(
     for entry in evidence.entries:
         if not entry.attempts:
             raise _refuse("no-attempts", f"task {entry.task_id}: the entry lists no attempts")
+    # Which attempts exist is compared before any is rebuilt: a deleted, added or
+    # quarantined attempt is named as such, not by what rebuilding it would find.
+    _check_quarantine(store, assignment)
+    for entry in evidence.entries:
+        _compare_attempt_numbers(
+            entry.task_id,
+            [a.attempt for a in entry.attempts],
+            [a.number for a in store.attempts(entry.position)],
+        )
     rebuilt = _rebuild(
         store,
         suite=suite,
@@ -492,14 +513,13 @@ def verify_run_evidence(
         _compare_entry(claimed, actual)
     if evidence.model != rebuilt.model:
         raise _refuse("model-mismatch", "evidence names another model than its attempts")
-    if evidence.digest != evidence.content_digest():
-        raise _refuse("digest-mismatch", "the evidence digest is not its contents'")
+    if evidence.digest != rebuilt.digest:
+        raise _refuse("digest-mismatch", "the evidence is not what the suite and store rebuild")
 
 
-def _compare_entry(claimed: EvidenceEntry, actual: EvidenceEntry) -> None:
-    task = claimed.task_id
-    claimed_numbers = [a.attempt for a in claimed.attempts]
-    actual_numbers = [a.attempt for a in actual.attempts]
+def _compare_attempt_numbers(
+    task: str, claimed_numbers: list[int], actual_numbers: list[int]
+) -> None:
     for number in actual_numbers:
         if number not in claimed_numbers:
             raise _refuse(
@@ -512,6 +532,13 @@ def _compare_entry(claimed: EvidenceEntry, actual: EvidenceEntry) -> None:
                 "attempt-missing",
                 f"task {task} attempt {number:03d} is in the evidence but not in the store",
             )
+
+
+def _compare_entry(claimed: EvidenceEntry, actual: EvidenceEntry) -> None:
+    task = claimed.task_id
+    _compare_attempt_numbers(
+        task, [a.attempt for a in claimed.attempts], [a.attempt for a in actual.attempts]
+    )
     for mine, theirs in zip(claimed.attempts, actual.attempts, strict=True):
         if mine != theirs:
             raise _refuse(

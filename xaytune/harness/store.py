@@ -269,7 +269,15 @@ class HarnessEvidenceStore:
             return
         for path in sorted(directory.iterdir()):
             position, _, number = path.name.partition("-")
-            reason = json.loads((path / QUARANTINE_FILE).read_bytes())["reason"]
+            if not (position.isdigit() and number.isdigit()):
+                raise EvidenceError(
+                    "unexpected-file", f"{path}: not a quarantined attempt of this store"
+                )
+            try:
+                reason = str(json.loads((path / QUARANTINE_FILE).read_bytes())["reason"])
+            except (OSError, ValueError, KeyError, TypeError):
+                # A crash between the move and the reason file: still quarantined.
+                reason = f"no readable {QUARANTINE_FILE}"
             yield int(position), int(number), reason
 
     def quarantine(self, position: int, number: int, *, reason: str) -> Path:

@@ -76,12 +76,31 @@ class TrajectoryWriter:
 
 @dataclass(frozen=True, slots=True)
 class ChainFacts:
-    """What a trajectory file proves: head, event count, bytes, and its last event."""
+    """What a trajectory file proves: head, event count, bytes, and its last event.
+
+    The last event is parsed only when asked for, so a caller compares the head
+    with its seal first: an edited last line is a head mismatch, whatever byte
+    changed, not sometimes a JSON error.
+    """
 
     head: str
     count: int
     bytes: int
-    last_event: dict[str, Any] | None
+    last_line: bytes | None
+    where: str
+
+    @property
+    def last_event(self) -> dict[str, Any] | None:
+        """The parsed last event (None for an empty chain); ``chain-broken`` if invalid."""
+        if self.last_line is None:
+            return None
+        try:
+            event = json.loads(self.last_line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise EvidenceError("chain-broken", f"{self.where}: last event is not JSON") from None
+        if not isinstance(event, dict) or event.get("seq") != self.count - 1:
+            raise EvidenceError("chain-broken", f"{self.where}: last event has seq out of order")
+        return event
 
 
 def verify_chain(
@@ -112,12 +131,5 @@ def verify_chain(
         last_start = start
         start = stop
         count += 1
-    last_event = None
-    if last_start >= 0:
-        try:
-            last_event = json.loads(data[last_start:end])
-        except json.JSONDecodeError:
-            raise EvidenceError("chain-broken", f"{where}: last event is not JSON") from None
-        if last_event.get("seq") != count - 1:
-            raise EvidenceError("chain-broken", f"{where}: last event has seq out of order")
-    return ChainFacts(head=head, count=count, bytes=end, last_event=last_event)
+    last_line = data[last_start:end] if last_start >= 0 else None
+    return ChainFacts(head=head, count=count, bytes=end, last_line=last_line, where=where)

@@ -1,0 +1,272 @@
+"""Interrupting a run and resuming it: nothing is overwritten, every attempt counts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import replace
+
+import pytest
+
+from xaytune.core.errors import EvidenceError
+from xaytune.harness import HarnessRunner, Toolbox
+from xaytune.harness.store import ATTEMPT_FILE, SEAL_FILE, HarnessEvidenceStore
+from xaytune.harness.trajectory import TRAJECTORY_FILE
+from xaytune.models._protocol import ModelIdentity, ModelReply, ModelRequest
+from xaytune.models.simulated import SimulatedModel
+
+TOOLS = frozenset({"calculator"})
+DONE_BEFORE = 5  # tasks that finish before the interruption
+CONCURRENCY = 8  # so some tasks never start before the interruption
+
+
+def question_of(request: ModelRequest) -> str:
+    return next(m.content or "" for m in request.messages if m.role == "user")
+
+
+class CountingModel:
+    """Counts the calls made per task question."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.calls: dict[str, int] = {}
+
+    @property
+    def identity(self) -> ModelIdentity:
+        return self.inner.identity
+
+    @property
+    def total(self) -> int:
+        return sum(self.calls.values())
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        question = question_of(request)
+        self.calls[question] = self.calls.get(question, 0) + 1
+        return await self.inner.complete(request)
+
+
+class TrippingModel(CountingModel):
+    """Serves calls until the (after_tasks + 1)-th task's second call; from then on
+    every call sets ``tripped`` and blocks until it is cancelled."""
+
+    def __init__(self, inner, *, after_tasks: int) -> None:
+        super().__init__(inner)
+        self.after_tasks = after_tasks
+        self.served = 0
+        self.tripped = asyncio.Event()
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        question = question_of(request)
+        self.calls[question] = self.calls.get(question, 0) + 1
+        if self.tripped.is_set() or (
+            len(self.calls) > self.after_tasks and self.calls[question] >= 2
+        ):
+            self.tripped.set()
+            await asyncio.Event().wait()  # until the run is cancelled
+        self.served += 1
+        return await self.inner.complete(request)
+
+
+def seal_of(run, position: int, number: int = 1) -> dict:
+    return json.loads((run.attempt_dir(position, number) / SEAL_FILE).read_bytes())
+
+
+def numbers(run, position: int) -> list[int]:
+    return [a.number for a in run.store.attempts(position)]
+
+
+def interrupt(run, model: TrippingModel) -> None:
+    """run_many over the run's specs, cancelled from outside once the model trips."""
+
+    async def main() -> None:
+        job = asyncio.ensure_future(
+            HarnessRunner().run_many(
+                run.specs(),
+                model=model,
+                toolbox=Toolbox.default(),
+                authorized_tools=TOOLS,
+                concurrency=CONCURRENCY,
+            )
+        )
+        await asyncio.wait_for(model.tripped.wait(), timeout=10)
+        job.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await job
+
+    asyncio.run(main())
+
+
+@pytest.fixture
+def empty_run(verified_run, tmp_path):
+    """The verified run's suite, harness and seed, with an empty store."""
+    return replace(verified_run, store=HarnessEvidenceStore(tmp_path / "resumed"), evidence=None)
+
+
+def test_interrupted_run_resumes_without_overwriting(empty_run):
+    run = empty_run
+    tripping = TrippingModel(SimulatedModel(seed=101), after_tasks=DONE_BEFORE)
+    interrupt(run, tripping)
+
+    in_flight = range(DONE_BEFORE, DONE_BEFORE + CONCURRENCY)
+    never_started = range(DONE_BEFORE + CONCURRENCY, 20)
+    for position in range(DONE_BEFORE):
+        assert numbers(run, position) == [1]
+        assert seal_of(run, position)["status"] == "complete"
+    for position in in_flight:
+        assert numbers(run, position) == [1]
+        seal = seal_of(run, position)
+        assert (seal["status"], seal["outcome"], seal["recovered"]) == ("partial", None, False)
+        events = (run.attempt_dir(position) / TRAJECTORY_FILE).read_bytes().splitlines()
+        assert [json.loads(e)["type"] for e in events][-2:] == ["interrupted", "end"]
+    for position in never_started:
+        assert numbers(run, position) == []
+    # The task interrupted mid-way had spent one model call (and its tool call).
+    interrupted_spend = seal_of(run, DONE_BEFORE)["spend"]
+    assert interrupted_spend["model_calls"] == 1 and interrupted_spend["tool_calls"] == 1
+    partial_bytes = {p: run.attempt_dir(p).joinpath(SEAL_FILE).read_bytes() for p in in_flight}
+
+    counting = CountingModel(SimulatedModel(seed=101))
+    runs = run.execute(counting, resume=True, concurrency=CONCURRENCY)
+
+    # Only tasks without an attested attempt ran again.
+    unattested = {run.question(p) for p in range(DONE_BEFORE, 20)}
+    assert set(counting.calls) == unattested
+    assert [r.skipped for r in runs] == [p < DONE_BEFORE for p in range(20)]
+    assert counting.total == sum(a.spend.model_calls for r in runs for a in r.attempts)
+    for position in in_flight:
+        assert numbers(run, position) == [1, 2]
+        assert run.attempt_dir(position).joinpath(SEAL_FILE).read_bytes() == partial_bytes[position]
+        assert seal_of(run, position, 2)["status"] == "complete"
+    for position in never_started:
+        assert numbers(run, position) == [1]
+
+    evidence = run.assemble()
+    run.verify(evidence)
+    for entry in evidence.entries:
+        assert entry.status == "attested"
+        if entry.position in in_flight:
+            first, second = entry.attempts
+            assert (first.attempt, first.status, second.attempt) == (1, "partial", 2)
+            assert first.spend.model_dump() == seal_of(run, entry.position)["spend"]
+            assert entry.attested is second
+    assert evidence.entries[DONE_BEFORE].attempts[0].spend.model_calls == 1
+    # Every call that was answered is in the evidence's spend, the partial ones too.
+    spent = sum(a.spend.model_calls for e in evidence.entries for a in e.attempts)
+    assert spent == tripping.served + counting.total
+
+    # Resuming a finished run runs nothing.
+    again = CountingModel(SimulatedModel(seed=101))
+    assert all(r.skipped for r in run.execute(again, resume=True))
+    assert again.total == 0
+    assert run.assemble() == evidence
+
+
+def _kill_before_seal(run, position: int, *, torn: bytes = b"") -> dict:
+    """Mimic SIGKILL before sealing: no seal, no end event; return the old seal."""
+    attempt = run.attempt_dir(position)
+    seal = json.loads((attempt / SEAL_FILE).read_bytes())
+    (attempt / SEAL_FILE).unlink()
+    path = attempt / TRAJECTORY_FILE
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert json.loads(lines[-1])["type"] == "end"
+    path.write_bytes(b"".join(lines[:-1]) + torn)
+    return seal
+
+
+@pytest.mark.parametrize("torn", [b"", b'{"prev":"sha256:0f3a","seq":'])
+def test_open_attempt_left_by_a_crash_is_recovered_partial(verified_run, torn):
+    run, position = verified_run, 6
+    old_seal = _kill_before_seal(run, position, torn=torn)
+    with pytest.raises(EvidenceError) as caught:
+        run.verify()
+    assert caught.value.reason == "open-attempt"
+
+    counting = CountingModel(SimulatedModel(seed=101))
+    runs = run.execute(counting, resume=True)
+    assert set(counting.calls) == {run.question(position)}
+    assert [r.skipped for r in runs] == [p != position for p in range(20)]
+
+    recovered = seal_of(run, position)
+    assert (recovered["status"], recovered["outcome"]) == ("partial", None)
+    assert recovered["recovered"] is True
+    # The spend is what its whole events record: all of it, as the lost seal had it.
+    assert recovered["spend"] == old_seal["spend"]
+    assert recovered["trajectory"]["events"] == old_seal["trajectory"]["events"] - 1
+    data = (run.attempt_dir(position) / TRAJECTORY_FILE).read_bytes()
+    assert data.endswith(torn)  # left in place, outside the sealed bytes
+    assert recovered["trajectory"]["bytes"] == len(data) - len(torn)
+    assert numbers(run, position) == [1, 2]
+    assert seal_of(run, position, 2)["status"] == "complete"
+
+    evidence = run.assemble()
+    run.verify(evidence)
+    entry = evidence.entries[position]
+    assert entry.status == "attested"
+    assert [(a.attempt, a.status, a.recovered) for a in entry.attempts] == [
+        (1, "partial", True),
+        (2, "complete", False),
+    ]
+
+
+def test_torn_tail_is_tolerated_only_for_recovered_attempts(verified_run):
+    run, position = verified_run, 6
+    _kill_before_seal(run, position, torn=b'{"prev":"sha256:0f')
+    run.execute(CountingModel(SimulatedModel(seed=101)), resume=True)
+    evidence = run.assemble()
+    seal_path = run.attempt_dir(position) / SEAL_FILE
+    # Claiming the recovered seal was a normal one does not tolerate the fragment.
+    raw = seal_path.read_bytes()
+    seal_path.write_bytes(raw.replace(b'"recovered":true', b'"recovered":false'))
+    with pytest.raises(EvidenceError) as caught:
+        run.verify(evidence)
+    assert caught.value.reason == "trajectory-torn"
+    seal_path.write_bytes(raw)
+    run.verify(evidence)
+    # A fragment appended to a normally sealed attempt is refused.
+    other = run.attempt_dir(position + 1) / TRAJECTORY_FILE
+    other.write_bytes(other.read_bytes() + b'{"prev":"sha256:0f')
+    with pytest.raises(EvidenceError) as caught:
+        run.verify(evidence)
+    assert caught.value.reason == "trajectory-torn"
+
+
+def test_recovered_seal_cannot_claim_a_complete_outcome(verified_run):
+    run, position = verified_run, 6
+    _kill_before_seal(run, position)
+    run.execute(CountingModel(SimulatedModel(seed=101)), resume=True)
+    evidence = run.assemble()
+    seal_path = run.attempt_dir(position) / SEAL_FILE
+    seal = json.loads(seal_path.read_bytes())
+    seal.update(status="complete", outcome={"terminal": "answer", "answer": "1", "detail": None})
+    seal_path.write_bytes(json.dumps(seal, sort_keys=True, separators=(",", ":")).encode())
+    with pytest.raises(EvidenceError) as caught:
+        run.verify(evidence)
+    assert caught.value.reason == "false-complete"
+
+
+def test_attempt_that_ended_but_was_never_sealed_is_not_recovered(verified_run):
+    """An end event without a seal is not a crash before sealing: resume stops."""
+    run, position = verified_run, 6
+    (run.attempt_dir(position) / SEAL_FILE).unlink()
+    counting = CountingModel(SimulatedModel(seed=101))
+    with pytest.raises(EvidenceError) as caught:
+        run.execute(counting, resume=True)
+    assert caught.value.reason == "open-attempt"
+    assert not (run.attempt_dir(position) / SEAL_FILE).exists()
+    assert numbers(run, position) == [1]
+
+
+def test_empty_claim_left_by_a_crash_is_removed_on_resume(verified_run):
+    run, position = verified_run, 6
+    (run.attempt_dir(position) / SEAL_FILE).unlink()
+    (run.attempt_dir(position) / TRAJECTORY_FILE).unlink()
+    (run.attempt_dir(position) / ATTEMPT_FILE).unlink()
+    run.attempt_dir(position).rmdir()
+    run.attempt_dir(position, 1).mkdir()  # claimed, nothing recorded
+    counting = CountingModel(SimulatedModel(seed=101))
+    run.execute(counting, resume=True)
+    assert set(counting.calls) == {run.question(position)}
+    assert numbers(run, position) == [1]
+    evidence = run.assemble()
+    run.verify(evidence)
+    assert [a.attempt for a in evidence.entries[position].attempts] == [1]
