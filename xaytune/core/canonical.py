@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
 from typing import Any
 
 import rfc8785
@@ -69,7 +69,13 @@ def to_plain(value: Any, *, where: str = "$") -> Any:
 
 def canonical_bytes(value: Any) -> bytes:
     """RFC 8785 canonical UTF-8 bytes of ``value`` after the project's checks."""
-    return rfc8785.dumps(to_plain(value))
+    plain = to_plain(value)
+    try:
+        return rfc8785.dumps(plain)
+    except (rfc8785.CanonicalizationError, UnicodeError) as error:
+        # A lone surrogate in a string or a key (the latter escapes rfc8785 as a
+        # UnicodeEncodeError): not I-JSON (RFC 8785 3.2.2.2), so refused.
+        raise FingerprintError("not-json", f"value cannot be canonical: {error}") from None
 
 
 def sha256_digest(data: bytes) -> str:
@@ -86,10 +92,23 @@ def decimal_string(value: int | float | Decimal | str, *, places: int = 6) -> st
     """A fixed-point decimal string for scores and money inside fingerprinted objects.
 
     ``decimal_string(0.1 + 0.2) == "0.300000"`` on every machine, so the float's
-    shortest repr never enters a fingerprint.
+    shortest repr never enters a fingerprint. Rounds half to even; refuses NaN and
+    Infinity (``non-finite``) and what is not a number, bools included (``not-decimal``).
     """
-    number = Decimal(str(value)) if not isinstance(value, Decimal) else value
+    if isinstance(value, bool):
+        raise FingerprintError("not-decimal", f"{value!r} is a bool, not a number")
+    try:
+        number = Decimal(str(value)) if not isinstance(value, Decimal) else value
+    except InvalidOperation:
+        raise FingerprintError("not-decimal", f"{value!r} is not a decimal number") from None
     if not number.is_finite():
         raise FingerprintError("non-finite", f"decimal {value!r} is not finite")
     quantum = Decimal(1).scaleb(-places)
-    return str(number.quantize(quantum))
+    # A fresh context, not the caller's: its rounding never moves a fingerprint, and its
+    # precision fits any quantize (the default 28 digits refuse 1e30 at 6 places).
+    # "f" never writes an exponent ("0E-7"); -0 is written as 0 (one value, one spelling).
+    context = Context(prec=max(28, number.adjusted() + places + 2), rounding=ROUND_HALF_EVEN)
+    quantized = number.quantize(quantum, context=context)
+    if quantized.is_zero():
+        quantized = quantized.copy_abs()
+    return format(quantized, "f")

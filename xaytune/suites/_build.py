@@ -61,6 +61,11 @@ def build_suite(
         raise SuiteError("exists", f"{out}: already exists; a pinned suite is never overwritten")
     seen: set[str] = set()
     for i, record in enumerate(tasks, start=1):
+        if not isinstance(record, dict):
+            raise SuiteError("bad-record", f"{where}: task #{i} is not an object")
+        if "id" in record and not is_valid_id(record["id"]):
+            # The same word as a bad suite name: an id must be a safe path part.
+            raise SuiteError("bad-id", f"{where}: task id {record['id']!r} is not a valid id")
         try:
             task = Task.model_validate(record)
         except ValidationError as error:
@@ -73,8 +78,15 @@ def build_suite(
             raise SuiteError("duplicate-task", f"{where}: task id {task.id!r} appears twice")
         seen.add(task.id)
     answered: set[str] = set()
-    for record in references:
-        reference = Reference.model_validate(record)
+    for i, record in enumerate(references, start=1):
+        try:
+            reference = Reference.model_validate(record)
+        except ValidationError as error:
+            first = error.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"]) or "record"
+            raise SuiteError(
+                "bad-record", f"{where}: reference #{i}: {loc}: {first['msg']}"
+            ) from None
         if reference.id not in seen:
             raise SuiteError(
                 "orphan-reference", f"{where}: reference for unknown task {reference.id!r}"
@@ -96,8 +108,13 @@ def build_suite(
         "files": digests,
         "digest": suite_digest(name=name, version=version, task_count=len(tasks), files=digests),
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    # A filesystem failure (no space, no permission, a file where a directory goes) is
+    # a refusal like any other: one line naming the output, never a traceback.
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as error:
+        raise SuiteError("write-failed", f"{out}: cannot write ({error.strerror})") from None
     try:
         for file, data in {**files, MANIFEST_FILE: canonical_bytes(manifest) + b"\n"}.items():
             with open(staging / file, "wb") as handle:
@@ -105,8 +122,10 @@ def build_suite(
                 handle.flush()
                 os.fsync(handle.fileno())
         os.rename(staging, out)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(error, OSError):
+            raise SuiteError("write-failed", f"{out}: cannot write ({error.strerror})") from None
         raise
     return SuiteSource(out)
 

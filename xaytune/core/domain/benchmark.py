@@ -350,6 +350,9 @@ def load_jsonl_objects(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
                 record = json.loads(raw)
             except json.JSONDecodeError as error:
                 raise SuiteError("bad-json", f"{path}: line {number}: {error.msg}") from None
+            except UnicodeDecodeError:
+                # json.loads(bytes) decodes first; bad bytes are bad JSON, not a crash.
+                raise SuiteError("bad-json", f"{path}: line {number}: not UTF-8 text") from None
             if not isinstance(record, dict):
                 raise SuiteError("bad-json", f"{path}: line {number}: not a JSON object")
             yield number, record
