@@ -1,0 +1,48 @@
+"""Evaluation of harness runs: evaluators, the metrics catalog, reports, disclosure."""
+
+from xaytune.evaluation.harness import (
+    BoundEvaluation,
+    EvaluationSpec,
+    EvaluatorSpec,
+    HarnessEvaluation,
+    HarnessEvaluationReport,
+    HarnessEvaluator,
+    HarnessJudgeEvaluator,
+    HarnessOutcomeEvaluator,
+    ProviderFeedback,
+    PublishedSubject,
+    ReferenceEgressGrant,
+    RestrictedEvaluationReport,
+    bind_evaluation,
+    judge_config,
+    outcome_config,
+    provider_feedback,
+    publish_evidence,
+    run_harness_evaluation,
+)
+from xaytune.evaluation.metrics import CATALOG, CATALOG_ID, MetricDefinition, metric_definition
+
+__all__ = [
+    "CATALOG",
+    "CATALOG_ID",
+    "BoundEvaluation",
+    "EvaluationSpec",
+    "EvaluatorSpec",
+    "HarnessEvaluation",
+    "HarnessEvaluationReport",
+    "HarnessEvaluator",
+    "HarnessJudgeEvaluator",
+    "HarnessOutcomeEvaluator",
+    "MetricDefinition",
+    "ProviderFeedback",
+    "PublishedSubject",
+    "ReferenceEgressGrant",
+    "RestrictedEvaluationReport",
+    "bind_evaluation",
+    "judge_config",
+    "metric_definition",
+    "outcome_config",
+    "provider_feedback",
+    "publish_evidence",
+    "run_harness_evaluation",
+]

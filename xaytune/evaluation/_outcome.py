@@ -1,0 +1,204 @@
+"""``harness-outcome``: task_success by a declared exact-match rule, and every
+execution metric (DETERMINISTIC).
+
+Per entry of the verified evidence:
+
+* attested, terminal ``answer`` with an answer: task_success 1 when the normalised
+  answer equals the normalised reference, else 0;
+* attested, ``answer`` without an extracted answer, ``budget-stop``,
+  ``context-overflow``, ``model-error``: task_success 0 (spec: a failure to answer
+  scores 0; there is no answer to judge, which is the judge's not-applicable);
+* attested, ``cancelled``: task_success absent ``unscored-cancelled``; the execution
+  metrics of the attempt are still recorded;
+* no-attested-result: task_success and execution metrics absent
+  ``no-attested-result``.
+
+Execution metrics come from the attested attempt's spend. The spend metrics
+(``spend_tokens``, ``spend_attempts``) count ALL attempts, partial ones included, so
+they exist for every entry; ``spend_tokens`` is ``spend-unaccounted`` when an attempt
+was recovered after a crash (its spend is rebuilt from whole events only, a lower
+bound). ``quality`` is not reported: this evaluator does not measure it, and the
+judge's ``quality`` must be the only one in a replicate (comparison refuses a metric
+reported twice).
+
+Successful-tasks slices: the mean of each recorded execution metric over the tasks
+with task_success 1 (``metric@successful-tasks``); the disclosure rules withhold
+them. When task_success is absent on any task, which tasks succeeded is unknown and
+every slice is absent (see ``metrics.slice_result``).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from typing import ClassVar
+
+from xaytune.core.domain.benchmark import SuiteSource
+from xaytune.core.errors import EvaluationError
+from xaytune.evaluation._common import Determinism, EvaluatorBase, Measurement
+from xaytune.evaluation._config import (
+    OUTCOME_KIND,
+    BoundEvaluation,
+    EvaluationConfig,
+    MatchRule,
+    OutcomeEvaluationConfig,
+)
+from xaytune.evaluation.metrics import (
+    EXECUTION_METRICS,
+    NOT_RECORDED_V1,
+    Column,
+    absence_code,
+    run_result,
+    slice_result,
+)
+from xaytune.harness.evidence import HarnessRunEvidence
+
+__all__ = ["SLICED_METRICS", "HarnessOutcomeEvaluator", "normalise"]
+
+_NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_DIGIT = re.compile(r"\d")
+
+# Execution metrics read from the attested attempt's spend (key -> per-spend value).
+_SPEND_FIELDS: tuple[tuple[str, str, float], ...] = (
+    ("input_tokens", "input_tokens", 1.0),
+    ("output_tokens", "output_tokens", 1.0),
+    ("model_time", "model_time_us", 1e-6),
+    ("tool_time", "tool_time_us", 1e-6),
+    ("turns", "turns", 1.0),
+    ("tool_calls", "tool_calls", 1.0),
+    ("retries", "retries", 1.0),
+    ("peak_context_tokens", "peak_context_tokens", 1.0),
+)
+# Slices of metrics never recorded in v1 would say nothing: they are not produced.
+SLICED_METRICS: tuple[str, ...] = tuple(k for k in EXECUTION_METRICS if k not in NOT_RECORDED_V1)
+_NO_ATTESTED = absence_code("no-attested-result")
+_CANCELLED = absence_code("unscored-cancelled")
+_UNACCOUNTED = absence_code("spend-unaccounted")
+
+
+def _canonical_number(text: str) -> str | None:
+    """``"1,000"``, ``"1000.0"``, ``"1e3"`` -> ``"1000"``; None when not a number."""
+    if not _DIGIT.search(text) or _NUMBER.fullmatch(text) is None:
+        return None
+    try:
+        number = Decimal(text.replace(",", ""))
+    except InvalidOperation:
+        return None
+    if not number.is_finite() or abs(number.adjusted()) > 1000:
+        return None  # not a number we write out digit by digit
+    if number == number.to_integral_value():
+        return str(int(number))
+    return format(number.normalize(), "f")
+
+
+def normalise(text: str, rule: MatchRule) -> str:
+    """``text`` under the declared rule: strip, then case-fold unless case-sensitive,
+    then (``numeric``) a number in canonical form (thousands commas dropped, trailing
+    zeros and exponent removed, -0 is 0). Text that is not a number is left as is."""
+    if rule.strip:
+        text = text.strip()
+    if not rule.case_sensitive:
+        text = text.casefold()
+    if rule.numeric:
+        number = _canonical_number(text.strip())
+        if number is not None:
+            return number
+    return text
+
+
+class HarnessOutcomeEvaluator(EvaluatorBase):
+    """``harness-outcome`` over runs of the suite ``source`` (see module docstring)."""
+
+    name: ClassVar[str] = "harness-outcome"
+    kind: ClassVar[str] = OUTCOME_KIND
+    determinism: ClassVar[Determinism] = "DETERMINISTIC"
+
+    def __init__(self, source: SuiteSource) -> None:
+        self.source = source
+
+    def prepare(self, bound: BoundEvaluation) -> BoundEvaluation:
+        """Nothing leaves the process; a reference egress grant here is refused."""
+        self.check_execution(bound)
+        return bound
+
+    def check_execution(self, bound: BoundEvaluation) -> EvaluationConfig:
+        """The bound config, re-resolved; a grant on it is refused (nothing is sent)."""
+        config = bound.resolved()
+        if bound.grant is not None:
+            raise EvaluationError(
+                "grant-unneeded",
+                f"evaluation {config.metadata.name}: {self.name} sends no reference, yet a "
+                f"reference egress grant ({bound.grant.digest}) is attached",
+            )
+        return config
+
+    def measure(
+        self, bound: BoundEvaluation, evidence: HarnessRunEvidence, *, seed: int
+    ) -> Measurement:
+        """task_success and every execution metric of ``evidence`` (already verified)."""
+        config = self.check_execution(bound)
+        if not isinstance(config, OutcomeEvaluationConfig):
+            raise EvaluationError("unsupported-evaluator", f"{self.name} got a {config.kind}")
+        rule = config.spec.match
+        n = len(evidence.entries)
+        success: list[float] = [0.0] * n
+        success_codes = [0] * n
+        exec_codes = [0] * n
+        spend_codes = [0] * n
+        spend_values: dict[str, list[float]] = {key: [0.0] * n for key, _, _ in _SPEND_FIELDS}
+        spend_tokens = [0.0] * n
+        spend_attempts = [0.0] * n
+        attested_count = 0
+        for i, entry in enumerate(evidence.entries):
+            attempts = entry.attempts
+            spend_attempts[i] = len(attempts)
+            if any(attempt.recovered for attempt in attempts):
+                spend_codes[i] = _UNACCOUNTED
+            else:
+                spend_tokens[i] = sum(a.spend.total_tokens for a in attempts)
+            attested = entry.attested
+            if attested is None or attested.outcome is None:
+                success_codes[i] = exec_codes[i] = _NO_ATTESTED
+                continue
+            attested_count += 1
+            spend = attested.spend
+            for key, field, scale in _SPEND_FIELDS:
+                spend_values[key][i] = getattr(spend, field) * scale
+            outcome = attested.outcome
+            if outcome.terminal == "cancelled":
+                success_codes[i] = _CANCELLED
+            elif outcome.terminal == "answer" and outcome.answer is not None:
+                reference = self.source.reference(entry.task_id).answer
+                success[i] = float(normalise(outcome.answer, rule) == normalise(reference, rule))
+        columns = self._columns(n, success, success_codes, exec_codes, spend_values)
+        columns += (
+            Column.build("spend_tokens", spend_tokens, spend_codes),
+            Column.build("spend_attempts", spend_attempts, [0] * n),
+        )
+        by_key = {column.metric: column for column in columns}
+        results = [run_result(column) for column in columns]
+        results += [slice_result(by_key[key], by_key["task_success"]) for key in SLICED_METRICS]
+        return Measurement(
+            task_ids=tuple(entry.task_id for entry in evidence.entries),
+            columns=columns,
+            results=tuple(results),
+            attested=attested_count,
+        )
+
+    @staticmethod
+    def _columns(
+        n: int,
+        success: list[float],
+        success_codes: list[int],
+        exec_codes: list[int],
+        spend_values: dict[str, list[float]],
+    ) -> tuple[Column, ...]:
+        built = {key: Column.build(key, values, exec_codes) for key, values in spend_values.items()}
+        inputs, outputs = spend_values["input_tokens"], spend_values["output_tokens"]
+        totals = [a + b for a, b in zip(inputs, outputs, strict=True)]
+        built["total_tokens"] = Column.build("total_tokens", totals, exec_codes)
+        for key in NOT_RECORDED_V1:
+            built[key] = Column.absent(key, n, "not-recorded")
+        ordered = [Column.build("task_success", success, success_codes)]
+        ordered += [built[key] for key in EXECUTION_METRICS if key in built]
+        return tuple(ordered)

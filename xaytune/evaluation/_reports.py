@@ -1,0 +1,272 @@
+"""The evaluation reports and how they are written.
+
+Files under ``output_uri`` (canonical JSON, each written atomically)::
+
+    evaluation.json                              RELEASED: per the disclosure
+    restricted/evaluation.restricted.json        RESTRICTED: every per-task score,
+                                                 judge exchanges, withheld values
+
+Per-task observations are columns (one list of values and one of absences per
+metric, in assignment order, position = index), so a report of 100,000 tasks stays
+a few lists rather than a record per task per metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+from xaytune.core.canonical import canonical_bytes
+from xaytune.core.domain.measurement import AbsenceReason, MetricResult, TaskObservation
+from xaytune.core.errors import EvaluationError
+from xaytune.evaluation._common import JudgeExchange
+from xaytune.evaluation._config import Disclosure
+from xaytune.evaluation.metrics import Column
+from xaytune.harness.store import atomic_write
+
+__all__ = [
+    "RELEASED_FILE",
+    "RESTRICTED_FILE",
+    "EvaluationHeader",
+    "HarnessEvaluationReport",
+    "ProviderFeedback",
+    "RestrictedEvaluationReport",
+    "TaskColumn",
+    "TaskObservationView",
+    "Withheld",
+    "WithholdRule",
+    "write_reports",
+]
+
+RELEASED_FILE = "evaluation.json"
+RESTRICTED_FILE = "restricted/evaluation.restricted.json"
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+WithholdRule = Literal[
+    "per-task-reference-derived",
+    "single-task-reference-derived",
+    "successful-tasks-slice",
+]
+
+
+class EvaluationHeader(BaseModel):
+    """What was evaluated, by which evaluator and config, under which disclosure."""
+
+    model_config = _FROZEN
+
+    evaluator: str
+    evaluator_fingerprint: str
+    determinism: Literal["DETERMINISTIC", "STOCHASTIC"]
+    catalog: str
+    disclosure: Disclosure
+    config: dict[str, Any]
+    subject_kind: Literal["agent_run_evidence"] = "agent_run_evidence"
+    subject_digest: str
+    suite_name: str
+    suite_digest: str
+    assignment_digest: str
+    seed: int
+    n_tasks: int
+    attested_tasks: int
+
+
+class TaskColumn(BaseModel):
+    """Per-task observations of one metric: at each position a value or an absence."""
+
+    model_config = _FROZEN
+
+    metric: str
+    values: tuple[int | float | None, ...]
+    absences: tuple[AbsenceReason | None, ...]
+    judge_spreads: tuple[float | None, ...] | None = None
+
+    @model_validator(mode="after")
+    def _value_xor_absence(self) -> TaskColumn:
+        if len(self.values) != len(self.absences):
+            raise ValueError(f"column {self.metric}: values and absences differ in length")
+        for position, (value, absence) in enumerate(zip(self.values, self.absences, strict=True)):
+            if (value is None) == (absence is None):
+                raise ValueError(
+                    f"column {self.metric}: position {position} is not a value xor an absence"
+                )
+        return self
+
+    @classmethod
+    def of(cls, column: Column) -> TaskColumn:
+        return cls(
+            metric=column.metric,
+            values=tuple(column.value_list()),
+            absences=tuple(column.absence_list()),  # type: ignore[arg-type]
+            judge_spreads=None if column.spreads is None else tuple(column.spread_list() or ()),
+        )
+
+    def observations(self, task_ids: tuple[str, ...]) -> tuple[TaskObservation, ...]:
+        """One validated :class:`TaskObservation` per task, in position order."""
+        spreads = self.judge_spreads or (None,) * len(task_ids)
+        return _OBSERVATIONS.validate_python(
+            [
+                {
+                    "task_id": task_id,
+                    "position": position,
+                    "value": value,
+                    "absence": absence,
+                    "judge_spread": spread,
+                }
+                for position, (task_id, value, absence, spread) in enumerate(
+                    zip(task_ids, self.values, self.absences, spreads, strict=True)
+                )
+            ]
+        )
+
+
+_OBSERVATIONS = TypeAdapter(tuple[TaskObservation, ...])
+
+
+class TaskObservationView(Mapping[str, tuple[TaskObservation, ...]]):
+    """RESTRICTED: per metric key, one observation per task, built on first access.
+
+    Lazy because a run of 100,000 tasks has millions of observations and a caller
+    (the comparison's task-level view) usually needs a few metrics.
+    """
+
+    def __init__(self, task_ids: tuple[str, ...], columns: tuple[TaskColumn, ...]) -> None:
+        self._task_ids = task_ids
+        self._columns = {column.metric: column for column in columns}
+        self._built: dict[str, tuple[TaskObservation, ...]] = {}
+
+    def __getitem__(self, key: str) -> tuple[TaskObservation, ...]:
+        if key not in self._built:
+            self._built[key] = self._columns[key].observations(self._task_ids)
+        return self._built[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+
+class Withheld(BaseModel):
+    """Something the released report does not carry, and the rule why (no value)."""
+
+    model_config = _FROZEN
+
+    metric: str  # a metric key: "task_success", "input_tokens@successful-tasks", ...
+    scope: Literal["run-value", "per-task"]
+    rule: WithholdRule
+
+
+class _Report(BaseModel):
+    model_config = _FROZEN
+
+    evaluation: EvaluationHeader
+    metrics: tuple[MetricResult, ...]
+    task_ids: tuple[str, ...]
+    task_columns: tuple[TaskColumn, ...]
+    withheld: tuple[Withheld, ...]
+
+    @model_validator(mode="after")
+    def _columns_cover_tasks(self) -> _Report:
+        for column in self.task_columns:
+            if len(column.values) != len(self.task_ids):
+                raise ValueError(
+                    f"column {column.metric} does not cover the {len(self.task_ids)} tasks"
+                )
+        return self
+
+    def metric(self, key: str) -> MetricResult | None:
+        """The run-level result for ``key``, if this report carries it."""
+        return next((result for result in self.metrics if result.key == key), None)
+
+    def column(self, key: str) -> TaskColumn | None:
+        """The per-task column for ``key``, if this report carries it."""
+        return next((column for column in self.task_columns if column.metric == key), None)
+
+
+class HarnessEvaluationReport(_Report):
+    """RELEASED: run values and per-task measurements allowed by the disclosure;
+    ``withheld`` lists what is not here and why, without values."""
+
+    schema_: Literal["xaytune.harness-evaluation-report/v1"] = Field(
+        default="xaytune.harness-evaluation-report/v1", alias="schema"
+    )
+    label: Literal["released"] = "released"
+
+
+class RestrictedEvaluationReport(_Report):
+    """RESTRICTED: every run value and per-task score (reference-derived included),
+    every judge exchange (requests carry candidate answers and, with reference
+    access, references), and which values the released report withheld."""
+
+    schema_: Literal["xaytune.harness-evaluation-restricted/v1"] = Field(
+        default="xaytune.harness-evaluation-restricted/v1", alias="schema"
+    )
+    label: Literal["restricted"] = "restricted"
+    judge_exchanges: tuple[JudgeExchange, ...] = ()
+
+    @property
+    def withheld_values(self) -> tuple[MetricResult, ...]:
+        """The run-level results the released report withheld, with their values."""
+        keys = {item.metric for item in self.withheld if item.scope == "run-value"}
+        return tuple(result for result in self.metrics if result.key in keys)
+
+    def task_observations(self) -> TaskObservationView:
+        """Per metric key, one :class:`TaskObservation` per task (built lazily)."""
+        return TaskObservationView(self.task_ids, self.task_columns)
+
+
+class ProviderFeedback(_Report):
+    """What a search or mutation provider may see, whatever the disclosure: no
+    per-task reference-derived score, no reference-derived run value over a single
+    task, no successful-tasks slice."""
+
+    schema_: Literal["xaytune.provider-feedback/v1"] = Field(
+        default="xaytune.provider-feedback/v1", alias="schema"
+    )
+    label: Literal["provider-feedback"] = "provider-feedback"
+
+
+def report_bytes(report: BaseModel) -> bytes:
+    """Canonical JSON of a report, newline-terminated."""
+    return canonical_bytes(report.model_dump(mode="json", by_alias=True)) + b"\n"
+
+
+def output_dir(output_uri: str) -> Path:
+    """The local directory named by ``output_uri`` (a path or a ``file://`` URI)."""
+    if not isinstance(output_uri, str) or not output_uri:
+        raise EvaluationError("bad-output", f"output_uri {output_uri!r} is not a path")
+    path = output_uri.removeprefix("file://")
+    if "://" in path:
+        raise EvaluationError("bad-output", f"output_uri {output_uri}: only local paths in H06")
+    if ".." in Path(path).parts:
+        raise EvaluationError("bad-output", f"output_uri {output_uri}: '..' is not allowed")
+    return Path(path)
+
+
+def write_reports(
+    directory: Path,
+    released: HarnessEvaluationReport,
+    restricted: RestrictedEvaluationReport,
+) -> tuple[Path, Path]:
+    """Write both reports atomically; refuse to replace different existing reports.
+
+    The restricted file is written first, so a released file never exists without
+    its restricted counterpart.
+    """
+    files = (
+        (directory / RESTRICTED_FILE, report_bytes(restricted)),
+        (directory / RELEASED_FILE, report_bytes(released)),
+    )
+    for path, raw in files:
+        if path.exists() and path.read_bytes() != raw:
+            raise EvaluationError(
+                "output-exists",
+                f"{path}: a different evaluation report is already there; use a fresh output_uri",
+            )
+    for path, raw in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, raw)
+    return files[1][0], files[0][0]
