@@ -28,7 +28,9 @@ def _source(manifest: dict) -> SuiteSource:
     path = builtin_suite_path(suite["builtin"]) if suite.get("builtin") else Path(suite["path"])
     source = SuiteSource(path)
     if source.digest != suite["digest"]:
-        raise XaytuneError("suite-mismatch", f"suite at {path} is not the manifest's {suite['digest']}")
+        raise XaytuneError(
+            "suite-mismatch", f"suite at {path} is not the manifest's {suite['digest']}"
+        )
     return source
 
 

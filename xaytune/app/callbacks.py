@@ -15,7 +15,20 @@ __all__ = ["GatherSweep"]
 
 
 class GatherSweep(Callback):
-    """``on_multirun_end``: gather every job's replicates and compare them once."""
+    """``on_multirun_end``: gather every job's replicates and compare them once.
+
+    Its start hooks also tell the CLI that composition succeeded (stderr is released).
+    """
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from xaytune.app.cli import composition_done
+
+        composition_done()
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from xaytune.app.cli import composition_done
+
+        composition_done()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from xaytune.app.experiment import load_source

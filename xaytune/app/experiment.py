@@ -94,7 +94,8 @@ def build_model(config: ModelConfig, *, seed: int) -> Model:
 
 def timing_environment() -> str:
     """The declared timing environment: time metrics compare only within one."""
-    return f"{platform.system()}-{platform.machine()}-{os.cpu_count()}cpu-py{platform.python_version()}"
+    system = f"{platform.system()}-{platform.machine()}"
+    return f"{system}-{os.cpu_count()}cpu-py{platform.python_version()}"
 
 
 def replicate_dir(out: Path, harness: Harness, seed: int) -> Path:
@@ -102,16 +103,22 @@ def replicate_dir(out: Path, harness: Harness, seed: int) -> Path:
 
 
 def _evaluator(cfg: ExperimentConfig, source: SuiteSource):
+    """The configured evaluator and the grant the host issues for it (if any)."""
     if cfg.evaluator.name == "harness-outcome":
-        return HarnessOutcomeEvaluator(source)
+        return HarnessOutcomeEvaluator(source), None
     judge_config = cfg.evaluator.judge_model
     if judge_config is None:
         raise ConfigError("bad-config", "evaluator.judge_model: missing for harness-judge")
     judge = build_model(judge_config, seed=0)
-    grants = ()
+    grant = None
     if cfg.evaluator.grant_reference_egress:
-        grants = (ReferenceEgressGrant.issue(suite=source.suite, judge_model=judge.identity),)
-    return HarnessJudgeEvaluator(source, judge_model=judge, grants=grants)
+        grant = ReferenceEgressGrant.issue(
+            suite_digest=source.digest,
+            judge_model=judge.identity,
+            issued_by=f"xaytune-app:{cfg.experiment.name}",
+        )
+    grants = () if grant is None else (grant,)
+    return HarnessJudgeEvaluator(source, judge_model=judge, grants=grants), grant
 
 
 @dataclass(frozen=True)
@@ -143,9 +150,14 @@ def run_replicate(
     atomic_write(
         directory.parent / CANDIDATE_FILE,
         canonical_bytes(
-            {"label": label, "name": harness.name, "harness_fingerprint": harness.fingerprint,
-             "harness": harness.model_dump(mode="json")}
-        ) + b"\n",
+            {
+                "label": label,
+                "name": harness.name,
+                "harness_fingerprint": harness.fingerprint,
+                "harness": harness.model_dump(mode="json"),
+            }
+        )
+        + b"\n",
     )
     store = HarnessEvidenceStore(directory / "evidence", durability=cfg.durability)
     sampling = SeededSample(count=cfg.sampling.count)
@@ -161,30 +173,55 @@ def run_replicate(
             compiler.compile(
                 harness,
                 HarnessCompilationContext(
-                    task=task, seed=seed, replicate=0, authorized_tools=tools,
-                    content=HarnessContent(), output_uri=str(store.task_output(binding.position)),
-                    trajectory=TrajectoryRecordingSpec(writer=WRITER), task_binding=binding,
-                    suite=suite, model=model.identity,
+                    task=task,
+                    seed=seed,
+                    replicate=0,
+                    authorized_tools=tools,
+                    content=HarnessContent(),
+                    output_uri=str(store.task_output(binding.position)),
+                    trajectory=TrajectoryRecordingSpec(writer=WRITER),
+                    task_binding=binding,
+                    suite=suite,
+                    model=model.identity,
                 ),
             )
         )
     runner = HarnessRunner(durability=cfg.durability)
-    runs = asyncio.run(
-        runner.run_many(
-            specs, model=model, toolbox=toolbox, authorized_tools=tools,
-            concurrency=cfg.concurrency, resume=cfg.resume is not None, progress=progress,
-        )
-    )
+
+    async def run_all():
+        try:
+            return await runner.run_many(
+                specs,
+                model=model,
+                toolbox=toolbox,
+                authorized_tools=tools,
+                concurrency=cfg.concurrency,
+                resume=cfg.resume is not None,
+                progress=progress,
+            )
+        finally:
+            close = getattr(model, "aclose", None)
+            if close is not None:
+                await close()  # a client's connection pool belongs to this event loop
+
+    runs = asyncio.run(run_all())
     evidence = assemble_evidence(specs, suite, sampling, assignment, source, store)
     subject = publish_evidence(evidence, store)
-    evaluator = _evaluator(cfg, source)
+    evaluator, grant = _evaluator(cfg, source)
     evaluation_spec = bind_evaluation(
         evaluator,
-        EvaluationSpec(evaluator=EvaluatorSpec(name=cfg.evaluator.name, config=cfg.evaluator.config)),
+        EvaluationSpec(
+            evaluator=EvaluatorSpec(name=cfg.evaluator.name, config=cfg.evaluator.config),
+            grant=grant,
+        ),
     )
     evaluation = run_harness_evaluation(
-        evaluator, evaluation_spec, subject, source=source,
-        output_uri=str(directory / "evaluation"), seed=seed,
+        evaluator,
+        evaluation_spec,
+        subject,
+        source=source,
+        output_uri=str(directory / "evaluation"),
+        seed=seed,
     )
     if evaluation.result is None:
         raise ConfigError(
@@ -203,7 +240,11 @@ def run_replicate(
             "durability": cfg.durability,
         },
         timing_environment=timing_environment(),
-        task_observations=dict(evaluation.task_observations),
+        task_observations={
+            key: evaluation.task_observations[key]
+            for key in _observed_keys(cfg)
+            if evaluation.result.metric(key) is not None
+        },
     )
     atomic_write(directory / REPLICATE_FILE, canonical_bytes(replicate) + b"\n")
     return ReplicateOutcome(
@@ -214,6 +255,13 @@ def run_replicate(
         attempts=sum(len(run.attempts) for run in runs),
         skipped=sum(run.skipped for run in runs),
     )
+
+
+def _observed_keys(cfg: ExperimentConfig) -> list[str]:
+    # Per-task observations the comparison's task-level view needs: the objectives,
+    # and task_success for Wilson intervals and pass^k.
+    keys = [objective.metric for objective in cfg.comparison.objectives]
+    return [*keys, "task_success"] if "task_success" not in keys else keys
 
 
 def _facet_parameters(model: Model) -> dict[str, object]:

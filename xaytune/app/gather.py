@@ -25,7 +25,7 @@ from xaytune.core.harness_comparison import (
 )
 from xaytune.harness.store import atomic_write
 
-__all__ = ["RESTRICTED_REPORT", "RELEASED_REPORT", "gather_candidates", "write_comparison"]
+__all__ = ["RELEASED_REPORT", "RESTRICTED_REPORT", "gather_candidates", "write_comparison"]
 
 RELEASED_REPORT = "report.json"
 RESTRICTED_REPORT = "report.restricted.json"
@@ -39,9 +39,10 @@ def gather_candidates(root: Path) -> dict[str, CandidateRuns]:
         candidate = json.loads(candidate_file.read_bytes())
         replicate = ReplicateRuns.model_validate_json(path.read_bytes())
         key = candidate["label"]
-        if key in found and found[key][0]["harness_fingerprint"] != candidate[
-            "harness_fingerprint"
-        ]:
+        if (
+            key in found
+            and found[key][0]["harness_fingerprint"] != candidate["harness_fingerprint"]
+        ):
             raise ComparisonError(
                 "mixed-candidates",
                 f"{candidate_file}: candidate {key} has two harnesses in one tree",
@@ -65,7 +66,9 @@ def write_comparison(
     candidates = gather_candidates(root)
     missing = [label for label in ("a", "b") if label not in candidates]
     if missing:
-        raise ComparisonError("missing-candidate", f"{root}: no replicates of candidate {missing[0]}")
+        raise ComparisonError(
+            "missing-candidate", f"{root}: no replicates of candidate {missing[0]}"
+        )
     spec = ComparisonSpec(
         objectives=tuple(
             ObjectiveMetric(metric=o.metric, direction=o.direction, min_effect=o.min_effect)

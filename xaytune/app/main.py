@@ -18,6 +18,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from xaytune.app.cli import composition_done
 from xaytune.app.config import ExperimentConfig, validate_config
 from xaytune.app.experiment import load_source, run_replicate
 from xaytune.app.gather import write_comparison
@@ -56,11 +57,18 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
     for seed in cfg.job_seeds:
         for label in ("a", "b"):
             harness = cfg.candidates[label]
-            with replicate_progress(f"{harness.name} seed {seed}",
-                                    total=_task_count(cfg, source),
-                                    enabled=cfg.progress) as progress:
-                run_replicate(cfg, label=label, harness=harness, seed=seed, source=source,
-                              out=out, progress=progress)
+            with replicate_progress(
+                f"{harness.name} seed {seed}", total=_task_count(cfg, source), enabled=cfg.progress
+            ) as progress:
+                run_replicate(
+                    cfg,
+                    label=label,
+                    harness=harness,
+                    seed=seed,
+                    source=source,
+                    out=out,
+                    progress=progress,
+                )
     if not compare:
         print(f"replicates written under {out}")
         return 0
@@ -87,6 +95,7 @@ def _task_count(cfg: ExperimentConfig, source) -> int:
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(raw: DictConfig) -> None:
     """Hydra task function."""
+    composition_done()
     out: Path | None = None
     cfg: ExperimentConfig | None = None
     try:

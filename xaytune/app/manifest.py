@@ -103,7 +103,9 @@ def check_resume(out: Path, plain: dict[str, Any]) -> None:
     try:
         previous = json.loads(path.read_bytes())
     except FileNotFoundError:
-        raise ConfigError("resume-mismatch", f"{path}: no manifest; not an xaytune output") from None
+        raise ConfigError(
+            "resume-mismatch", f"{path}: no manifest; not an xaytune output"
+        ) from None
     if previous.get("config_fingerprint") != fingerprint(_what_is_run(plain)):
         raise ConfigError(
             "resume-mismatch", f"{out}: was run with another config; resume needs the same one"

@@ -52,7 +52,7 @@ def _rows(report: ComparisonReport) -> list[tuple[str, ...]]:
                 _fmt(metric.b.mean),
                 _fmt(metric.mean),
                 _interval(metric),
-                metric.verdict if metric.reason is None else f"{metric.verdict} ({metric.reason})",
+                metric.verdict,
             )
         )
     return rows
@@ -79,8 +79,11 @@ def terminal_table(report: ComparisonReport, *, console=None) -> None:
 
 
 def _plot_png(report: ComparisonReport) -> dict[str, bytes]:
+    import logging
+
     import matplotlib
 
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -93,14 +96,15 @@ def _plot_png(report: ComparisonReport) -> dict[str, bytes]:
             metric = report.metrics[name]
             seeds = [str(d.seed) for d in metric.differences]
             values = [d.difference for d in metric.differences]
-            axis.bar(seeds, values, color="#4a7ab5")
+            axis.bar(range(len(seeds)), values, color="#4a7ab5", tick_label=seeds)
             axis.axhline(0, color="black", linewidth=0.8)
             if metric.mean is not None:
                 axis.axhline(metric.mean, color="#c0392b", linestyle="--", label="mean")
             interval = metric.descriptive.mean_interval
             if interval is not None:
-                axis.axhspan(interval.low, interval.high, color="#c0392b", alpha=0.12,
-                             label="95% t-interval")
+                axis.axhspan(
+                    interval.low, interval.high, color="#c0392b", alpha=0.12, label="95% t-interval"
+                )
             if metric.threshold is not None:
                 for sign in (1, -1):
                     axis.axhline(sign * metric.threshold, color="grey", linestyle=":")
@@ -174,12 +178,15 @@ def render_markdown(report: ComparisonReport, plots: dict[str, str] | None = Non
     for name, metric in sorted(report.metrics.items()):
         d = metric.descriptive
         lines.append(
-            f"- **{name}** ({metric.unit}): A {_fmt(metric.a.mean)} ± {_fmt(metric.a.execution_se)}, "
-            f"B {_fmt(metric.b.mean)} ± {_fmt(metric.b.execution_se)}; per-seed differences "
+            f"- **{name}** ({metric.unit}): A {_fmt(metric.a.mean)} "
+            f"± {_fmt(metric.a.execution_se)}, B {_fmt(metric.b.mean)} "
+            f"± {_fmt(metric.b.execution_se)}; per-seed differences "
             f"{[round(x.difference, 6) for x in metric.differences]}; mean {_fmt(metric.mean)}, "
             f"se {_fmt(metric.se)}, threshold {_fmt(metric.threshold)} → {metric.verdict}"
             + (f" ({metric.reason})" if metric.reason else "")
         )
+        if metric.mean is None:
+            continue
         lines.append(
             f"  - descriptive: 95% t-interval {_interval(metric)}; ±k·se carries "
             f"{_fmt(d.threshold_coverage, 3)} confidence at this R; correlation "
@@ -216,7 +223,10 @@ def _render_html(markdown_text: str, images: dict[str, bytes]) -> str:
             body.append(f"<h2>{html.escape(line[3:])}</h2>")
         elif line:
             body.append(f"<pre>{html.escape(line)}</pre>")
-    style = "body{font-family:sans-serif;max-width:1100px;margin:2em auto}pre{margin:0.2em 0;white-space:pre-wrap}"
+    style = (
+        "body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
+        "pre{margin:0.2em 0;white-space:pre-wrap}"
+    )
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>xaytune comparison</title>"
         f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n"
