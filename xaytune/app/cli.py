@@ -37,8 +37,15 @@ def _one_line(report: str) -> str:
 
 def run() -> None:
     """``python -m xaytune``."""
+    from omegaconf import OmegaConf
+
     from xaytune.app.main import main
 
+    # hydra.run.dir: a resumed run continues in its own directory.
+    if not OmegaConf.has_resolver("xaytune_run_dir"):
+        OmegaConf.register_new_resolver(
+            "xaytune_run_dir", lambda resume, default: resume if resume else default
+        )
     _held["stderr"] = sys.stderr
     sys.stderr = io.StringIO()
     try:

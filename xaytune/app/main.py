@@ -97,7 +97,6 @@ def main(raw: DictConfig) -> None:
     """Hydra task function."""
     composition_done()
     out: Path | None = None
-    cfg: ExperimentConfig | None = None
     try:
         cfg, plain = resolve_config(raw)
         hydra_cfg = HydraConfig.get()
@@ -109,10 +108,10 @@ def main(raw: DictConfig) -> None:
     except XaytuneError as error:
         _fail(error)
     except KeyboardInterrupt:
-        name = cfg.experiment.name if cfg else "<name>"
+        overrides = [o for o in HydraConfig.get().overrides.task if not o.startswith("resume=")]
         print(
             "\ninterrupted: in-flight attempts were sealed partial; nothing attested is lost.\n"
-            f"resume with: python -m xaytune +experiment={name} resume={out}",
+            f"resume with: python -m xaytune {' '.join(overrides)} resume={out}",
             file=sys.stderr,
         )
         sys.exit(130)
