@@ -128,9 +128,12 @@ class HarnessRunner:
         """Run one spec: attempts until one is complete or ``attempts_per_task`` run out."""
         authorized = frozenset(authorized_tools)
         self._check(spec, model, toolbox, authorized)
+        # The model may call only what the harness requested (and the host authorized):
+        # a tool authorized but not requested is not the candidate's to use.
+        granted = authorized & frozenset(spec.tools)
         results: list[AttemptResult] = []
         for _ in range(spec.harness.attempts_per_task):
-            result = await self._attempt(spec, model, toolbox, authorized, cancel)
+            result = await self._attempt(spec, model, toolbox, granted, cancel)
             results.append(result)
             if result.outcome is not None:
                 break

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from xaytune.core._ids import is_valid_id
 from xaytune.core.canonical import fingerprint, sha256_digest
@@ -54,7 +54,6 @@ class Harness(BaseModel):
     model_retries: int = Field(default=2, ge=0)
     attempts_per_task: int = Field(default=1, ge=1)
     answer: AnswerExtraction = AnswerExtraction()
-    _fingerprint: str = PrivateAttr(default="")
 
     @model_validator(mode="after")
     def _check(self) -> Harness:
@@ -64,13 +63,14 @@ class Harness(BaseModel):
             raise ValueError(f"harness {self.name}: a tool is requested twice")
         return self
 
-    def model_post_init(self, __context: Any) -> None:
-        self._fingerprint = fingerprint(self.model_dump(mode="json"))
-
     @property
     def fingerprint(self) -> str:
-        """Canonical digest of the whole harness declaration."""
-        return self._fingerprint
+        """Canonical digest of the whole harness declaration.
+
+        Computed from the fields on every read, never cached: ``model_copy(update=...)``
+        skips validation and would carry a cached digest over to a different harness.
+        """
+        return fingerprint(self.model_dump(mode="json"))
 
 
 class HarnessContent(BaseModel):
@@ -158,6 +158,8 @@ class AgentExecutionSpec(BaseModel):
     fingerprint: str = ""
 
     def model_post_init(self, __context: Any) -> None:
+        if self.harness_fingerprint != self.harness.fingerprint:
+            raise ValueError("spec harness_fingerprint is not its harness's")
         expected = fingerprint(
             self.model_dump(mode="json", by_alias=True, exclude={"output_uri", "fingerprint"})
         )
