@@ -244,16 +244,24 @@ def test_recovered_seal_cannot_claim_a_complete_outcome(verified_run):
     assert caught.value.reason == "false-complete"
 
 
-def test_attempt_that_ended_but_was_never_sealed_is_not_recovered(verified_run):
-    """An end event without a seal is not a crash before sealing: resume stops."""
+def test_attempt_that_ended_but_was_never_sealed_is_recovered_partial_and_rerun(verified_run):
+    """A crash between the end event and the seal: the outcome was never attested.
+
+    Resume seals it partial and recovered, with the spend its end event recorded,
+    and runs the task again as attempt 002; the evidence lists both and verifies.
+    """
     run, position = verified_run, 6
     (run.attempt_dir(position) / SEAL_FILE).unlink()
     counting = CountingModel(SimulatedModel(seed=101))
-    with pytest.raises(EvidenceError) as caught:
-        run.execute(counting, resume=True)
-    assert caught.value.reason == "open-attempt"
-    assert not (run.attempt_dir(position) / SEAL_FILE).exists()
-    assert numbers(run, position) == [1]
+    run.execute(counting, resume=True)
+    seal = json.loads((run.attempt_dir(position) / SEAL_FILE).read_bytes())
+    assert (seal["status"], seal["outcome"], seal["recovered"]) == ("partial", None, True)
+    assert seal["spend"]["model_calls"] >= 1
+    assert numbers(run, position) == [1, 2]
+    evidence = run.assemble()
+    entry = evidence.entries[position]
+    assert [a.status for a in entry.attempts] == ["partial", "complete"]
+    assert entry.attempts[0].recovered and entry.attempts[0].spend.model_calls >= 1
 
 
 def test_empty_claim_left_by_a_crash_is_removed_on_resume(verified_run):

@@ -111,12 +111,6 @@ def test_sigkill_leaves_only_sealed_or_open_attempts(tmp_path: Path) -> None:
     assert len(opened) + len(empty) <= 8  # at most the concurrency limit is in flight
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an attempt killed after its end event is flushed but before seal.json is "
-    "renamed into place makes resume refuse the run (recover_open_attempt: 'ended but was "
-    "never sealed'); seen in ~1 of 12 SIGKILLs of the child above",
-)
 def test_resume_after_a_kill_between_end_event_and_seal(tmp_path: Path) -> None:
     import asyncio
 

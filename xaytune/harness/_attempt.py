@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +25,21 @@ from xaytune.harness.store import (
 )
 from xaytune.harness.trajectory import TRAJECTORY_FILE, WRITER, TrajectoryWriter, verify_chain
 
-__all__ = ["SPEC_FILE", "AttemptSession", "recover_open_attempt", "spec_bytes", "write_spec"]
+__all__ = [
+    "SPEC_FILE",
+    "AttemptSession",
+    "PendingSeal",
+    "recover_open_attempt",
+    "spec_bytes",
+    "write_spec",
+]
 
 SPEC_FILE = "spec.json"
 
 
 def spec_bytes(spec: AgentExecutionSpec) -> bytes:
-    """Canonical bytes of a spec as stored beside its task's attempts (no output_uri)."""
-    return canonical_bytes(spec.model_dump(mode="json", by_alias=True, exclude={"output_uri"})) + (
-        b"\n"
-    )
+    """A spec as stored beside its task's attempts: the bytes its fingerprint covers."""
+    return spec.canonical + b"\n"
 
 
 def write_spec(task_dir: Path, spec: AgentExecutionSpec) -> None:
@@ -48,6 +55,20 @@ def write_spec(task_dir: Path, spec: AgentExecutionSpec) -> None:
         return
     task_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(path, raw, durable=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSeal:
+    """A seal written aside, not yet in place: the attempt is still open."""
+
+    staged: Path
+    final: Path
+    digest: str
+
+    def commit(self, *, durable: bool) -> None:
+        """Rename the seal into place (and make the rename durable when ``durable``)."""
+        os.replace(self.staged, self.final)
+        durable_dir(self.final.parent, durable=durable)
 
 
 class AttemptSession:
@@ -93,7 +114,21 @@ class AttemptSession:
         self.events += 1
 
     def seal(self, *, outcome: Outcome | None, spend: Spend) -> str | None:
-        """Append the end event and seal; returns the seal digest (None when unwritten)."""
+        """Append the end event and seal at once; returns the seal digest (None if unwritten)."""
+        pending = self.prepare_seal(outcome=outcome, spend=spend)
+        if pending is None:
+            return None
+        pending.commit(durable=self.durable)
+        return pending.digest
+
+    def prepare_seal(self, *, outcome: Outcome | None, spend: Spend) -> PendingSeal | None:
+        """Append the end event and write the seal aside; :meth:`PendingSeal.commit` seals.
+
+        When durable, every file the seal refers to is flushed to disk here, and the
+        seal file itself before it is renamed into place: a crash leaves an open
+        attempt, never a torn sealed one. A group commit (see ``GroupCommit``) writes
+        these without fsync and makes a whole batch durable with two syncs.
+        """
         status = "complete" if outcome is not None else "partial"
         outcome_dict = None if outcome is None else outcome.model_dump(mode="json")
         self.event("end", {"status": status, "outcome": outcome_dict, "spend": spend.as_dict()})
@@ -121,9 +156,14 @@ class AttemptSession:
             "recovered": False,
         }
         raw = seal_bytes(seal)
-        atomic_write(self.path / SEAL_FILE, raw, durable=self.durable)
-        durable_dir(self.path, durable=self.durable)
-        return sha256_digest(raw)
+        final = self.path / SEAL_FILE
+        staged = final.with_name(f".{SEAL_FILE}.staged")
+        with open(staged, "wb") as handle:
+            handle.write(raw)
+            if self.durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        return PendingSeal(staged=staged, final=final, digest=sha256_digest(raw))
 
     def close(self) -> None:
         if self._writer is not None:
@@ -133,9 +173,10 @@ class AttemptSession:
 def recover_open_attempt(attempt: StoredAttempt, *, durable: bool = True) -> None:
     """Seal an open attempt left by a crash as ``partial`` and ``recovered``.
 
-    Nothing is deleted or rewritten: the spend is what its whole events record, an
-    unterminated last fragment is left in place and outside the sealed bytes, and
-    the seal says ``recovered: true``.
+    Nothing is deleted or rewritten: the spend is what its whole events record (or
+    what its end event says, when it ended but was never sealed: its outcome is then
+    not attested), an unterminated last fragment is left in place and outside the
+    sealed bytes, and the seal says ``recovered: true``.
     """
     record_raw = (attempt.path / ATTEMPT_FILE).read_bytes()
     genesis = sha256_digest(record_raw)
@@ -145,12 +186,35 @@ def recover_open_attempt(attempt: StoredAttempt, *, durable: bool = True) -> Non
         else b""
     )
     facts = verify_chain(data, genesis=genesis, where=str(attempt.path), allow_torn_tail=True)
-    if facts.last_event is not None and facts.last_event.get("type") == "end":
-        raise EvidenceError(
-            "open-attempt", f"attempt {attempt.name} ended but was never sealed; inspect it"
-        )
+    last = facts.last_event
+    if last is not None and last.get("type") == "end":
+        # It ended but the crash came before its seal: its outcome was never attested,
+        # so it is sealed partial like any other crash, with the spend it recorded.
+        spend = Spend(**last["v"]["spend"])
+    else:
+        spend = _spend_from_events(data[: facts.bytes])
+    seal = {
+        "schema": "xaytune.attempt-seal/v1",
+        "attempt": attempt.number,
+        "status": "partial",
+        "outcome": None,
+        "spend": spend.as_dict(),
+        "trajectory": {
+            "writer": WRITER,
+            "events": facts.count,
+            "bytes": facts.bytes,
+            "head": facts.head,
+        },
+        "attempt_record": genesis,
+        "recovered": True,
+    }
+    atomic_write(attempt.path / SEAL_FILE, seal_bytes(seal), durable=durable)
+
+
+def _spend_from_events(data: bytes) -> Spend:
+    """The spend that whole events record (a crashed attempt's lower bound)."""
     spend = Spend()
-    for line in data[: facts.bytes].splitlines():
+    for line in data.splitlines():
         event = json.loads(line)
         payload = event["v"]
         if event["type"] == "model_reply":
@@ -170,19 +234,4 @@ def recover_open_attempt(attempt: StoredAttempt, *, durable: bool = True) -> Non
             spend.tool_calls += 1
             spend.tool_errors += 0 if payload["ok"] else 1
             spend.tool_time_us += payload["time_us"]
-    seal = {
-        "schema": "xaytune.attempt-seal/v1",
-        "attempt": attempt.number,
-        "status": "partial",
-        "outcome": None,
-        "spend": spend.as_dict(),
-        "trajectory": {
-            "writer": WRITER,
-            "events": facts.count,
-            "bytes": facts.bytes,
-            "head": facts.head,
-        },
-        "attempt_record": genesis,
-        "recovered": True,
-    }
-    atomic_write(attempt.path / SEAL_FILE, seal_bytes(seal), durable=durable)
+    return spend

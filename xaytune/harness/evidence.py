@@ -201,7 +201,9 @@ def _rebuild_attempt(
 def _check_seal_claim(seal: AttemptSeal, last: dict[str, Any] | None, where: str) -> None:
     """A seal's status and outcome must be what its trajectory's end event says."""
     if seal.recovered:
-        if seal.status != "partial" or (last is not None and last.get("type") == "end"):
+        # A recovered attempt was sealed after a crash: never complete, whatever its
+        # trajectory says (an end event that was never sealed attests nothing).
+        if seal.status != "partial" or seal.outcome is not None:
             raise _refuse("false-complete", f"{where}: a recovered attempt can only be partial")
         return
     end = last.get("v") if last is not None and last.get("type") == "end" else None

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from xaytune.core._ids import is_valid_id
-from xaytune.core.canonical import fingerprint, sha256_digest
+from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
 from xaytune.core.domain.benchmark import BenchmarkSuite, Task
 from xaytune.core.harness_evaluation import TaskBinding
 from xaytune.harness._answer import AnswerExtraction
@@ -157,22 +157,34 @@ class AgentExecutionSpec(BaseModel):
     output_uri: str | None = None
     fingerprint: str = ""
 
+    _canonical: bytes = PrivateAttr(default=b"")
+    _binding: TaskBinding | None = PrivateAttr(default=None)
+
     def model_post_init(self, __context: Any) -> None:
         if self.harness_fingerprint != self.harness.fingerprint:
             raise ValueError("spec harness_fingerprint is not its harness's")
-        expected = fingerprint(
+        canonical = canonical_bytes(
             self.model_dump(mode="json", by_alias=True, exclude={"output_uri", "fingerprint"})
         )
+        expected = sha256_digest(canonical)
         if not self.fingerprint:
             object.__setattr__(self, "fingerprint", expected)
         elif self.fingerprint != expected:
             raise ValueError("spec fingerprint is not its contents'")
+        self._canonical = canonical
+        task = self.config.get("task")
+        if task is not None:
+            self._binding = TaskBinding.model_validate(task["binding"])
+
+    @property
+    def canonical(self) -> bytes:
+        """The canonical bytes the fingerprint is computed over (stored as spec.json)."""
+        return self._canonical
 
     @property
     def binding(self) -> TaskBinding | None:
         """The task binding of a task-bound spec, else None."""
-        task = self.config.get("task")
-        return None if task is None else TaskBinding.model_validate(task["binding"])
+        return self._binding
 
     @property
     def task_id(self) -> str | None:
