@@ -107,31 +107,39 @@ def test_interrupted_run_resumes_without_overwriting(empty_run):
     tripping = TrippingModel(SimulatedModel(seed=101), after_tasks=DONE_BEFORE)
     interrupt(run, tripping)
 
-    in_flight = range(DONE_BEFORE, DONE_BEFORE + CONCURRENCY)
-    never_started = range(DONE_BEFORE + CONCURRENCY, 20)
-    for position in range(DONE_BEFORE):
-        assert numbers(run, position) == [1]
-        assert seal_of(run, position)["status"] == "complete"
+    # Which tasks finished, were in flight or never started depends on scheduling
+    # (seals are group-committed); classify them by what the store holds.
+    done, in_flight, never_started = [], [], []
+    for position in range(20):
+        found = numbers(run, position)
+        assert found in ([], [1])
+        if not found:
+            never_started.append(position)
+        elif seal_of(run, position)["status"] == "complete":
+            done.append(position)
+        else:
+            in_flight.append(position)
+    assert len(done) >= DONE_BEFORE and in_flight and never_started
+    assert len(in_flight) <= CONCURRENCY
     for position in in_flight:
-        assert numbers(run, position) == [1]
         seal = seal_of(run, position)
         assert (seal["status"], seal["outcome"], seal["recovered"]) == ("partial", None, False)
         events = (run.attempt_dir(position) / TRAJECTORY_FILE).read_bytes().splitlines()
         assert [json.loads(e)["type"] for e in events][-2:] == ["interrupted", "end"]
-    for position in never_started:
-        assert numbers(run, position) == []
-    # The task interrupted mid-way had spent one model call (and its tool call).
-    interrupted_spend = seal_of(run, DONE_BEFORE)["spend"]
-    assert interrupted_spend["model_calls"] == 1 and interrupted_spend["tool_calls"] == 1
+    # The task that tripped the model had spent one model call (and its tool call).
+    spends = [seal_of(run, p)["spend"] for p in in_flight]
+    assert {"model_calls": 1, "tool_calls": 1} in [
+        {k: s[k] for k in ("model_calls", "tool_calls")} for s in spends
+    ]
     partial_bytes = {p: run.attempt_dir(p).joinpath(SEAL_FILE).read_bytes() for p in in_flight}
 
     counting = CountingModel(SimulatedModel(seed=101))
     runs = run.execute(counting, resume=True, concurrency=CONCURRENCY)
 
     # Only tasks without an attested attempt ran again.
-    unattested = {run.question(p) for p in range(DONE_BEFORE, 20)}
+    unattested = {run.question(p) for p in [*in_flight, *never_started]}
     assert set(counting.calls) == unattested
-    assert [r.skipped for r in runs] == [p < DONE_BEFORE for p in range(20)]
+    assert [r.skipped for r in runs] == [p in done for p in range(20)]
     assert counting.total == sum(a.spend.model_calls for r in runs for a in r.attempts)
     for position in in_flight:
         assert numbers(run, position) == [1, 2]
@@ -149,7 +157,6 @@ def test_interrupted_run_resumes_without_overwriting(empty_run):
             assert (first.attempt, first.status, second.attempt) == (1, "partial", 2)
             assert first.spend.model_dump() == seal_of(run, entry.position)["spend"]
             assert entry.attested is second
-    assert evidence.entries[DONE_BEFORE].attempts[0].spend.model_calls == 1
     # Every call that was answered is in the evidence's spend, the partial ones too.
     spent = sum(a.spend.model_calls for e in evidence.entries for a in e.attempts)
     assert spent == tripping.served + counting.total

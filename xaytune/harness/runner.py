@@ -13,12 +13,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from xaytune.core.errors import ExecutionError
 from xaytune.harness._answer import extract_answer
 from xaytune.harness._attempt import AttemptSession, recover_open_attempt
+from xaytune.harness._commit import GroupCommit
 from xaytune.harness.spec import AgentExecutionSpec
 from xaytune.harness.store import (
     ATTEMPT_FILE,
@@ -76,8 +79,8 @@ class TaskRun:
 Progress = Callable[[AttemptResult], None]
 
 
-class _Interrupted(Exception):
-    """Internal: the loop was interrupted; the attempt is sealed partial."""
+# Set by run_many for the attempts it runs: their seals are committed in groups.
+_GROUP_COMMIT: ContextVar[GroupCommit | None] = ContextVar("xaytune_group_commit", default=None)
 
 
 class HarnessRunner:
@@ -91,6 +94,7 @@ class HarnessRunner:
         if durability not in ("fsync", "none"):
             raise ExecutionError("bad-durability", f"durability {durability!r}: fsync or none")
         self.durability = durability
+        self._identities: dict[int, tuple[object, dict[str, Any]]] = {}
 
     # -- public API ---------------------------------------------------------------
 
@@ -180,7 +184,12 @@ class HarnessRunner:
                     progress(attempt)
             return run
 
-        tasks = [asyncio.ensure_future(one(spec)) for spec in specs]
+        committer = GroupCommit() if self.durability == "fsync" else None
+        token = _GROUP_COMMIT.set(committer)
+        try:
+            tasks = [asyncio.ensure_future(one(spec)) for spec in specs]
+        finally:
+            _GROUP_COMMIT.reset(token)
         try:
             return list(await asyncio.gather(*tasks))
         except BaseException:
@@ -189,8 +198,20 @@ class HarnessRunner:
             # Let every in-flight attempt seal itself partial before we go.
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
+        finally:
+            if committer is not None:
+                await committer.drain()
 
     # -- internals ----------------------------------------------------------------
+
+    def _identity(self, model: Model) -> dict[str, Any]:
+        """The model's identity as plain data, computed once per identity object."""
+        identity = model.identity
+        cached = self._identities.get(id(identity))
+        if cached is None or cached[0] is not identity:
+            cached = (identity, identity.model_dump(mode="json"))
+            self._identities[id(identity)] = cached
+        return cached[1]
 
     @staticmethod
     def _check(
@@ -250,8 +271,12 @@ class HarnessRunner:
         authorized: frozenset[str],
         cancel: asyncio.Event | None,
     ) -> AttemptResult:
-        session = AttemptSession(spec, durable=self.durability == "fsync")
-        session.open(model.identity.model_dump(mode="json"))
+        committer = _GROUP_COMMIT.get()
+        durable = self.durability == "fsync"
+        # Under a group commit the batch's syncs make each attempt durable; alone, each
+        # attempt fsyncs its own files.
+        session = AttemptSession(spec, durable=durable and committer is None)
+        session.open(self._identity(model))
         spend = Spend()
         outcome: Outcome | None = None
         final_text: str | None = None
@@ -268,7 +293,15 @@ class HarnessRunner:
             error = f"{type(crash).__name__}: {crash}"
             session.event("crashed", {"error": error})
         try:
-            seal_digest = session.seal(outcome=outcome, spend=spend)
+            if interrupted is not None or committer is None:
+                # An interrupted attempt seals partial at once, without awaiting anything.
+                seal_digest = session.seal(outcome=outcome, spend=spend)
+            else:
+                pending = session.prepare_seal(outcome=outcome, spend=spend)
+                seal_digest = None
+                if pending is not None:
+                    await committer.commit(pending)
+                    seal_digest = pending.digest
         finally:
             session.close()
         result = AttemptResult(

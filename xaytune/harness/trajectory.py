@@ -49,7 +49,8 @@ class TrajectoryWriter:
 
     def __init__(self, path: Path, *, genesis: str) -> None:
         self.path = path
-        self._handle: IO[bytes] = open(path, "xb")  # noqa: SIM115 - closed in close()
+        # Unbuffered: each event is one write, so a killed attempt keeps its events.
+        self._handle: IO[bytes] = open(path, "xb", buffering=0)  # noqa: SIM115 - closed in close()
         self.head = genesis
         self.count = 0
         self.bytes = 0
