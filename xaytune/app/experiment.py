@@ -16,7 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from xaytune.app.config import ExperimentConfig, ModelConfig, SimulatedModelConfig
+from xaytune.app.config import (
+    ExperimentConfig,
+    LlamaCppLocalModelConfig,
+    ModelConfig,
+    SimulatedModelConfig,
+)
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SeededSample, SuiteSource, record_assignment
 from xaytune.core.errors import ConfigError
@@ -47,6 +52,7 @@ from xaytune.harness.runner import AttemptResult
 from xaytune.harness.store import atomic_write
 from xaytune.harness.trajectory import WRITER
 from xaytune.models import Model, OpenAICompatibleModel, SimulatedModel
+from xaytune.models.llama_cpp_local import llama_cpp_local_model
 from xaytune.suites import builtin_suite_path
 
 __all__ = [
@@ -81,6 +87,9 @@ def build_model(config: ModelConfig, *, seed: int) -> Model:
             transient_error_rate=config.transient_error_rate,
             context_window=config.context_window,
         )
+    if isinstance(config, LlamaCppLocalModelConfig):
+        # One server per process, shared by the replicates; the runtime is the [local] extra.
+        return llama_cpp_local_model(seed=seed, **config.model_dump(exclude={"kind"}))
     return OpenAICompatibleModel(
         config.base_url,
         config.name,

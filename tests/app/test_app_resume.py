@@ -1,0 +1,131 @@
+"""Ctrl-C mid-run, then the printed resume command: nothing attested is rerun, the
+final evidence verifies, and a resume with another config is refused."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process"),
+]
+
+# Slow enough (0.1 s per model call, calculator tasks take several calls) that the
+# interrupt lands while attempts are in flight; small enough to keep the test short.
+RUN = (
+    "+experiment=quickstart",
+    "model.latency_s=0.1",
+    "concurrency=4",
+    "sampling.count=4",
+    "progress=false",
+)
+
+
+def _seals(root: Path) -> dict[Path, dict]:
+    return {path: json.loads(path.read_text()) for path in root.rglob("seal.json")}
+
+
+def _attempts_by_task(root: Path) -> dict[Path, list[str]]:
+    """Per task directory, the attempt directories it holds."""
+    return {
+        task.relative_to(root): sorted(p.name for p in (task / "attempts").iterdir())
+        for task in root.glob("candidates/*/seed-*/evidence/tasks/*")
+        if (task / "attempts").is_dir()
+    }
+
+
+def _default_sigint() -> None:
+    # A child inherits an ignored SIGINT (e.g. a CI shell running jobs in the
+    # background), and Python then never raises KeyboardInterrupt: restore it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_interrupt_then_resume(tmp_path, cli_env, xaytune, verify, output_dir):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xaytune", *RUN],
+        cwd=tmp_path,
+        env=cli_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not any(tmp_path.rglob("seal.json")):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "no attempt was sealed within 60 s"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, (stdout, stderr)
+    assert "Traceback" not in stderr
+    assert "relation:" not in stdout
+    hint = [line for line in stderr.splitlines() if line.startswith("resume with: ")]
+    assert len(hint) == 1, stderr
+
+    out = output_dir(tmp_path, "quickstart")
+    before = _seals(out)
+    assert before
+    partial = [path for path, seal in before.items() if seal["status"] == "partial"]
+    complete = {path for path, seal in before.items() if seal["status"] == "complete"}
+    tasks_run = {path.parents[2] for path in before}
+    # Interrupted: in-flight attempts were sealed partial, or tasks never started.
+    assert partial or len(tasks_run) < 2 * 3 * 4, stderr
+    assert not (out / "comparison").exists()
+    attempts_before = _attempts_by_task(out)
+    hydra_record = {p.name: p.read_bytes() for p in (out / ".hydra").iterdir()}
+    assert set(hydra_record) >= {"config.yaml", "overrides.yaml"}
+    attested_before = {path.parents[2].relative_to(out) for path in complete}
+
+    # The printed command, as a user would paste it.
+    command = shlex.split(hint[0].removeprefix("resume with: "))
+    assert command[:3] == ["python", "-m", "xaytune"]
+    overrides = command[3:]
+    assert f"resume={out}" in overrides
+    assert set(RUN) <= set(overrides)
+    resumed = xaytune(tmp_path, *overrides)
+    assert resumed.returncode == 0, resumed.describe()
+    assert "relation:" in resumed.stdout
+    assert output_dir(tmp_path, "quickstart") == out  # continued in place
+
+    verified = verify(out)
+    assert verified.returncode == 0, verified.describe()
+
+    after = _attempts_by_task(out)
+    assert len(after) == 2 * 3 * 4
+    for task in attested_before:
+        assert after[task] == attempts_before[task], f"{task}: an attested task was rerun"
+    for task, names in attempts_before.items():
+        # Nothing is overwritten or dropped: the old partial attempts are kept.
+        assert set(names) <= set(after[task]), task
+    for path in partial:
+        task = path.parents[2].relative_to(out)
+        assert len(after[task]) == len(attempts_before[task]) + 1, task
+        assert json.loads(path.read_text()) == before[path]  # the partial seal is kept
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["complete"] is True
+
+    # Another config may not continue this tree.
+    refused = xaytune(
+        tmp_path, *(o for o in overrides if not o.startswith("sampling.")), "sampling.count=5"
+    )
+    assert refused.returncode == 2, refused.describe()
+    assert "resume-mismatch" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert _attempts_by_task(out) == after  # nothing was run into it
+    # .hydra/ still records the run that made the tree (a refused resume would
+    # otherwise overwrite it with a config that never ran).
+    assert {p.name: p.read_bytes() for p in (out / ".hydra").iterdir()} == hydra_record
