@@ -9,6 +9,7 @@ Ctrl-C seals in-flight attempts partial, prints how to resume and exits 130.
 from __future__ import annotations
 
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -103,17 +104,36 @@ def _task_count(cfg: ExperimentConfig, source) -> int:
     return cfg.sampling.count or len(source.suite.tasks)
 
 
+def _discard_unused(directory: Path) -> None:
+    """Remove a run directory the refused config never used (only Hydra's own files).
+
+    Hydra creates the output directory before the config is validated; a refused run
+    should leave nothing behind. A directory with anything else in it is kept.
+    """
+    if not directory.is_dir() or (directory / "manifest.json").exists():
+        return
+    entries = {entry.name for entry in directory.iterdir()}
+    if entries <= {".hydra", "main.log"}:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(raw: DictConfig) -> None:
     """Hydra task function."""
     composition_done()
     out: Path | None = None
+    hydra_cfg = HydraConfig.get()
     try:
-        cfg, plain = resolve_config(raw)
-        hydra_cfg = HydraConfig.get()
-        multirun = hydra_cfg.mode == RunMode.MULTIRUN
-        if multirun and cfg.seed is None:
-            raise ConfigError("bad-config", "seed: a multirun job needs seed=<s> (sweep seed=...)")
+        try:
+            cfg, plain = resolve_config(raw)
+            multirun = hydra_cfg.mode == RunMode.MULTIRUN
+            if multirun and cfg.seed is None:
+                raise ConfigError(
+                    "bad-config", "seed: a multirun job needs seed=<s> (sweep seed=...)"
+                )
+        except XaytuneError:
+            _discard_unused(Path(hydra_cfg.runtime.output_dir))
+            raise
         out = Path(cfg.resume) if cfg.resume else Path(hydra_cfg.runtime.output_dir)
         code = run_job(cfg, plain, out, compare=not multirun)
     except XaytuneError as error:

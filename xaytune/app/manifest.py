@@ -18,11 +18,13 @@ from xaytune.harness.store import atomic_write
 __all__ = ["MANIFEST", "REPORT_FILES", "check_resume", "write_manifest"]
 
 MANIFEST = "manifest.json"
+# Every report the run wrote (digests in the manifest; ``python -m xaytune.verify``
+# checks them): the comparison, with its plots, and each replicate's evaluation.
 REPORT_FILES = (
-    "comparison/report.json",
-    "comparison/report.restricted.json",
-    "comparison/report.md",
-    "comparison/report.html",
+    "comparison/**/*",
+    "**/candidates/*/candidate.json",
+    "**/seed-*/evaluation/**/*",
+    f"**/seed-*/{REPLICATE_FILE}",
 )
 # Keys that may change between a run and its resumption without changing what is run.
 _OPERATIONAL = {"resume", "progress", "concurrency", "seed"}
@@ -86,9 +88,9 @@ def write_manifest(
     if final:
         manifest["replicates"] = _replicates(out)
         manifest["reports"] = {
-            name: sha256_digest((out / name).read_bytes())
-            for name in REPORT_FILES
-            if (out / name).exists()
+            str(path.relative_to(out)): sha256_digest(path.read_bytes())
+            for path in sorted({p for pattern in REPORT_FILES for p in out.glob(pattern)})
+            if path.is_file() and not path.name.startswith(".")
         }
     atomic_write(out / MANIFEST, canonical_bytes(manifest) + b"\n")
 
