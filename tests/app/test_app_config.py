@@ -22,10 +22,11 @@ def _compose(*overrides: str):
         return compose(config_name="config", overrides=list(overrides))
 
 
-def _evaluator_fingerprint(cfg: ExperimentConfig) -> str:
-    evaluator, grant = _evaluator(cfg, load_source(cfg))
+def _evaluator_fingerprint(cfg: ExperimentConfig, label: str = "outcome") -> str:
+    evaluator, grant = _evaluator(cfg, load_source(cfg), label)
+    config = cfg.evaluators[label]
     spec = EvaluationSpec(
-        evaluator=EvaluatorSpec(name=cfg.evaluator.name, config=cfg.evaluator.config),
+        evaluator=EvaluatorSpec(name=config.name, config=config.config),
         grant=grant,
     )
     return bind_evaluation(evaluator, spec).fingerprint
@@ -90,31 +91,32 @@ def test_key_order_and_formatting_never_change_the_evaluator_fingerprint(
     (tmp_path / "evaluator").mkdir()
     (tmp_path / "evaluator" / "reordered.yaml").write_text(text)
     raw = _compose(f"+experiment={experiment}")
+    label = {"outcome": "outcome", "judge": "judge"}[shipped]
     other = _compose(
         f"+experiment={experiment}",
         f"hydra.searchpath=[file://{tmp_path}]",
-        "evaluator=reordered",
+        f"evaluator@evaluators.{label}=reordered",
     )
-    plain = OmegaConf.to_container(raw.evaluator, resolve=True)
-    plain_other = OmegaConf.to_container(other.evaluator, resolve=True)
+    plain = OmegaConf.to_container(raw.evaluators[label], resolve=True)
+    plain_other = OmegaConf.to_container(other.evaluators[label], resolve=True)
     assert plain == plain_other  # the same values...
     assert list(plain["config"]) != list(plain_other["config"])  # ...in another order
     cfg, _ = resolve_config(raw)
     cfg_other, _ = resolve_config(other)
-    assert _evaluator_fingerprint(cfg) == _evaluator_fingerprint(cfg_other)
+    assert _evaluator_fingerprint(cfg, label) == _evaluator_fingerprint(cfg_other, label)
 
 
 def test_disclosure_stays_outside_the_evaluator_fingerprint():
     aggregate, _ = resolve_config(_compose("+experiment=quickstart"))
     per_task, _ = resolve_config(_compose("+experiment=quickstart", "disclosure=per-task"))
-    assert per_task.evaluator.config["metadata"]["disclosure"] == "per-task"
+    assert per_task.evaluators["outcome"].config["metadata"]["disclosure"] == "per-task"
     assert _evaluator_fingerprint(aggregate) == _evaluator_fingerprint(per_task)
 
 
 def test_a_changed_match_rule_changes_the_evaluator_fingerprint():
     base, _ = resolve_config(_compose("+experiment=quickstart"))
     changed, _ = resolve_config(
-        _compose("+experiment=quickstart", "evaluator.config.spec.match.case_sensitive=true")
+        _compose("+experiment=quickstart", "evaluators.outcome.config.spec.match.case_sensitive=true")
     )
     assert _evaluator_fingerprint(base) != _evaluator_fingerprint(changed)
 
@@ -147,11 +149,12 @@ def test_shipped_experiments_compose_and_validate(experiment, overrides):
     assert set(cfg.candidates) == {"a", "b"}
     assert len(cfg.seeds) >= 3  # the paired rule needs R >= 3 to decide anything
     assert "hydra" not in plain
-    # Every objective is a metric the configured evaluator measures.
-    measured = {"harness-outcome": None, "harness-judge": {"quality"}}[cfg.evaluator.name]
-    if measured is not None:
-        assert {o.metric for o in cfg.comparison.objectives} <= measured
-    _evaluator_fingerprint(cfg)  # the evaluator config binds (canonical, valid)
+    # quality is measured only by the judge: an objective on it needs a judge.
+    names = {evaluator.name for evaluator in cfg.evaluators.values()}
+    if "quality" in {o.metric for o in cfg.comparison.objectives}:
+        assert "harness-judge" in names
+    for label in cfg.evaluators:
+        _evaluator_fingerprint(cfg, label)  # each evaluator config binds (canonical, valid)
 
 
 def test_openai_endpoint_without_base_url_names_the_key():

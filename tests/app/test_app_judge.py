@@ -31,10 +31,10 @@ def test_judge_experiment_reports_quality_with_judge_spread(tmp_path, xaytune, v
             assert run["judge_spread"] is not None
             assert 1 <= run["value"] <= 5
     # The judge's exchanges are kept, in the restricted reports only.
-    restricted = list(out.glob("candidates/*/seed-*/evaluation/restricted/*.json"))
+    restricted = list(out.glob("candidates/*/seed-*/evaluation/judge/restricted/*.json"))
     assert len(restricted) == 6
     manifest = json.loads((out / "manifest.json").read_text())
     fingerprints = {f for r in manifest["replicates"] for f in r["evaluator_fingerprints"]}
-    assert len(fingerprints) == 1
+    assert len(fingerprints) == 2  # the outcome evaluator and the judge, on every replicate
     verified = verify(out, in_process=True)
     assert verified.returncode == 0, verified.describe()

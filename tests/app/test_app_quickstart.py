@@ -36,7 +36,7 @@ def test_quickstart_writes_the_documented_tree(quickstart):
             replicate = out / "candidates" / candidate / f"seed-{seed}"
             assert (replicate / "evidence").is_dir()
             assert (replicate / "evaluation").is_dir()
-            assert (replicate / "evaluation" / "evaluation.json").is_file()
+            assert (replicate / "evaluation" / "outcome" / "evaluation.json").is_file()
             assert (replicate / "replicate.restricted.json").is_file()
             # Every assigned task has a spec and one sealed attempt.
             tasks = sorted((replicate / "evidence" / "tasks").iterdir())

@@ -142,7 +142,8 @@ class ExperimentConfig(BaseModel):
     suite: SuiteConfig
     sampling: SamplingConfig
     model: ModelConfig
-    evaluator: EvaluatorConfig
+    # Evaluators by label (e.g. outcome, judge); each scores every replicate.
+    evaluators: dict[str, EvaluatorConfig]
     comparison: ComparisonConfig
     candidates: dict[str, Harness]
     seeds: tuple[int, ...] = Field(min_length=1)
@@ -155,6 +156,14 @@ class ExperimentConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> ExperimentConfig:
+        if not self.evaluators:
+            raise ValueError("evaluators: at least one evaluator is needed")
+        for label in self.evaluators:
+            if not is_valid_id(label):
+                raise ValueError(f"evaluators: label {label!r} is not a valid id")
+        kinds = [evaluator.name for evaluator in self.evaluators.values()]
+        if len(set(kinds)) != len(kinds):
+            raise ValueError(f"evaluators: an evaluator appears twice ({sorted(kinds)})")
         if set(self.candidates) != {"a", "b"}:
             raise ValueError("candidates must be exactly 'a' and 'b'")
         if len(set(self.seeds)) != len(self.seeds):

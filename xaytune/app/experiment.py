@@ -111,16 +111,19 @@ def replicate_dir(out: Path, harness: Harness, seed: int) -> Path:
     return out / "candidates" / harness.name / f"seed-{seed}"
 
 
-def _evaluator(cfg: ExperimentConfig, source: SuiteSource):
-    """The configured evaluator and the grant the host issues for it (if any)."""
-    if cfg.evaluator.name == "harness-outcome":
+def _evaluator(cfg: ExperimentConfig, source: SuiteSource, label: str):
+    """The evaluator configured under ``label`` and the grant the host issues for it."""
+    config = cfg.evaluators[label]
+    if config.name == "harness-outcome":
         return HarnessOutcomeEvaluator(source), None
-    judge_config = cfg.evaluator.judge_model
+    judge_config = config.judge_model
     if judge_config is None:
-        raise ConfigError("bad-config", "evaluator.judge_model: missing for harness-judge")
+        raise ConfigError(
+            "bad-config", f"evaluators.{label}.judge_model: missing for harness-judge"
+        )
     judge = build_model(judge_config, seed=0)
     grant = None
-    if cfg.evaluator.grant_reference_egress:
+    if config.grant_reference_egress:
         grant = ReferenceEgressGrant.issue(
             suite_digest=source.digest,
             judge_model=judge.identity,
@@ -137,7 +140,7 @@ class ReplicateOutcome:
     candidate: str
     seed: int
     evidence_digest: str
-    evaluator_fingerprint: str
+    evaluator_fingerprints: tuple[str, ...]
     attempts: int
     skipped: int
 
@@ -216,31 +219,21 @@ def run_replicate(
     runs = asyncio.run(run_all())
     evidence = assemble_evidence(specs, suite, sampling, assignment, source, store)
     subject = publish_evidence(evidence, store)
-    evaluator, grant = _evaluator(cfg, source)
-    evaluation_spec = bind_evaluation(
-        evaluator,
-        EvaluationSpec(
-            evaluator=EvaluatorSpec(name=cfg.evaluator.name, config=cfg.evaluator.config),
-            grant=grant,
-        ),
-    )
-    evaluation = run_harness_evaluation(
-        evaluator,
-        evaluation_spec,
-        subject,
-        source=source,
-        output_uri=str(directory / "evaluation"),
-        seed=seed,
-    )
-    if evaluation.result is None:
-        raise ConfigError(
-            "no-result", f"candidate {harness.name} seed {seed}: the evaluation produced no result"
-        )
+    evaluations = [
+        _evaluate(cfg, label, subject, source=source, directory=directory, seed=seed)
+        for label in sorted(cfg.evaluators)
+    ]
+    observations = {}
+    for evaluation in evaluations:
+        assert evaluation.result is not None
+        for key in _observed_keys(cfg):
+            if evaluation.result.metric(key) is not None:
+                observations[key] = evaluation.task_observations[key]
     replicate = ReplicateRuns(
         seed=seed,
         suite_digest=suite.digest,
         assignment_digest=assignment.digest,
-        evaluations=(evaluation.result,),
+        evaluations=tuple(evaluation.result for evaluation in evaluations),
         facets={
             "model": model.identity.model_dump(mode="json", exclude={"parameters"})
             | {"parameters": _facet_parameters(model)},
@@ -249,21 +242,43 @@ def run_replicate(
             "durability": cfg.durability,
         },
         timing_environment=timing_environment(),
-        task_observations={
-            key: evaluation.task_observations[key]
-            for key in _observed_keys(cfg)
-            if evaluation.result.metric(key) is not None
-        },
+        task_observations=observations,
     )
     atomic_write(directory / REPLICATE_FILE, canonical_bytes(replicate) + b"\n")
     return ReplicateOutcome(
         candidate=harness.name,
         seed=seed,
         evidence_digest=evidence.digest,
-        evaluator_fingerprint=evaluation.result.evaluator_fingerprint,
+        evaluator_fingerprints=tuple(e.result.evaluator_fingerprint for e in evaluations),
         attempts=sum(len(run.attempts) for run in runs),
         skipped=sum(run.skipped for run in runs),
     )
+
+
+def _evaluate(cfg: ExperimentConfig, label: str, subject, *, source, directory: Path, seed: int):
+    """Bind and run one configured evaluator on a published subject."""
+    evaluator, grant = _evaluator(cfg, source, label)
+    config = cfg.evaluators[label]
+    spec = bind_evaluation(
+        evaluator,
+        EvaluationSpec(
+            evaluator=EvaluatorSpec(name=config.name, config=config.config), grant=grant
+        ),
+    )
+    evaluation = run_harness_evaluation(
+        evaluator,
+        spec,
+        subject,
+        source=source,
+        output_uri=str(directory / "evaluation" / label),
+        seed=seed,
+    )
+    if evaluation.result is None:
+        raise ConfigError(
+            "no-result",
+            f"{directory}: evaluator {label} produced no result (no task was attested)",
+        )
+    return evaluation
 
 
 def _observed_keys(cfg: ExperimentConfig) -> list[str]:
