@@ -96,18 +96,29 @@ def _plot_png(report: ComparisonReport) -> dict[str, bytes]:
             metric = report.metrics[name]
             seeds = [str(d.seed) for d in metric.differences]
             values = [d.difference for d in metric.differences]
-            axis.bar(range(len(seeds)), values, color="#4a7ab5", tick_label=seeds)
+            axis.bar(range(len(seeds)), values, color="#4a7ab5", label="per seed")
             axis.axhline(0, color="black", linewidth=0.8)
-            if metric.mean is not None:
-                axis.axhline(metric.mean, color="#c0392b", linestyle="--", label="mean")
             interval = metric.descriptive.mean_interval
-            if interval is not None:
-                axis.axhspan(
-                    interval.low, interval.high, color="#c0392b", alpha=0.12, label="95% t-interval"
+            if metric.mean is not None:
+                # The mean paired difference with its 95% t-interval, right of the seeds.
+                error = None
+                if interval is not None:
+                    error = [[metric.mean - interval.low], [interval.high - metric.mean]]
+                axis.errorbar(
+                    [len(seeds)],
+                    [metric.mean],
+                    yerr=error,
+                    fmt="o",
+                    color="#c0392b",
+                    capsize=6,
+                    label="mean, 95% t-interval",
                 )
             if metric.threshold is not None:
-                for sign in (1, -1):
-                    axis.axhline(sign * metric.threshold, color="grey", linestyle=":")
+                axis.axhline(
+                    metric.threshold, color="grey", linestyle=":", label="± max(min_effect, k·se)"
+                )
+                axis.axhline(-metric.threshold, color="grey", linestyle=":")
+            axis.set_xticks(range(len(seeds) + 1), [*seeds, "mean"])
             axis.set_title(f"{name}: {metric.verdict}", fontsize=9)
             axis.set_xlabel("seed")
             axis.set_ylabel("paired difference (+ favours A)")
