@@ -3,7 +3,8 @@
 Runs ``--tasks`` arith-tools tasks (default 1,000) through ``HarnessRunner.run_many``
 with a simulated model that sleeps ``--latency`` seconds per call (default 0.1 s),
 a single-turn harness (no tools, the instructions ask for ``ANSWER:``), and the
-store's durability on (``fsync``, the default), in a temporary directory.
+store's durability on (``fsync``, the default), in a fresh directory under
+``--dir`` (default: the current directory; the filesystem is printed).
 
 For each concurrency ``c`` the ideal wall time is ``tasks * turns * latency / c``
 (``turns`` is the mean turns per task, measured from the sealed spend), and the
@@ -28,10 +29,10 @@ import asyncio
 import cProfile
 import io
 import pstats
-import sys
-import tempfile
 import time
 from pathlib import Path
+
+import _common as common
 
 from xaytune.core.domain.benchmark import SeededSample, record_assignment
 from xaytune.core.harness_evaluation import bind_task
@@ -143,8 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", default="10,50,200", help="comma-separated levels")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per model call")
     parser.add_argument("--durability", choices=("fsync", "none"), default="fsync")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per level (median reported)")
     parser.add_argument(
-        "--dir", type=Path, default=None, help="parent of the temporary store (default: $TMPDIR)"
+        "--dir", type=Path, default=None, help="parent of the store (default: the current dir)"
     )
     parser.add_argument(
         "--profile", type=int, metavar="C", help="also cProfile one run at concurrency C"
@@ -154,30 +156,36 @@ def main(argv: list[str] | None = None) -> int:
     if args.tasks < 1 or any(level < 1 for level in levels):
         parser.error("--tasks and every concurrency must be >= 1")
 
-    with tempfile.TemporaryDirectory(prefix="xaytune-latency-", dir=args.dir) as tmp:
-        root = Path(tmp)
+    with common.work_dir(args.dir, "xaytune-latency-") as root:
         tasks, references = generate_arith_tools(count=max(args.tasks, 1))
         suite = build_suite(
             root / "suite", name="arith-tools", version="1", tasks=tasks, references=references
         ).suite
+        print(f"# {common.machine_line()}")
+        print(f"# store under {common.fs_line(root)}")
         print(
             f"# {args.tasks} tasks, {args.latency * 1000:.0f} ms per model call, "
-            f"durability={args.durability}, store under {root}, python {sys.version.split()[0]}"
+            f"durability={args.durability}, {args.repeat} run(s) per level (median reported)"
         )
         for level in levels:
-            m = run_once(
-                suite,
-                root / f"c{level}",
-                tasks=args.tasks,
-                concurrency=level,
-                latency=args.latency,
-                durability=args.durability,
-            )
-            print(
-                f"concurrency {level:>4}: {m['wall_s']:.2f} s wall vs {m['ideal_s']:.2f} s ideal "
-                f"({m['turns']:.2f} turns/task), {m['tasks_per_s']:.1f} tasks/s, "
-                f"efficiency {m['efficiency']:.3f} (compile {m['compile_s']:.2f} s, untimed)"
-            )
+            runs = []
+            for i in range(args.repeat):
+                m = run_once(
+                    suite,
+                    root / f"c{level}-{i}",
+                    tasks=args.tasks,
+                    concurrency=level,
+                    latency=args.latency,
+                    durability=args.durability,
+                )
+                runs.append(m)
+                print(
+                    f"concurrency {level:>4}: {m['wall_s']:.2f} s wall vs {m['ideal_s']:.2f} s "
+                    f"ideal ({m['turns']:.2f} turns/task), {m['tasks_per_s']:.1f} tasks/s, "
+                    f"efficiency {m['efficiency']:.3f} (compile {m['compile_s']:.2f} s, untimed)"
+                )
+            runs.sort(key=lambda run: run["efficiency"])
+            m = runs[len(runs) // 2]
             print(
                 f"concurrency={level} tasks_per_s={m['tasks_per_s']:.1f} "
                 f"efficiency={m['efficiency']:.3f}",

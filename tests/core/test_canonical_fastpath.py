@@ -6,7 +6,12 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xaytune.core.canonical import MAX_SAFE_INTEGER, canonical_bytes
+from xaytune.core.canonical import (
+    MAX_SAFE_INTEGER,
+    canonical_array_chunks,
+    canonical_bytes,
+    canonical_object_chunks,
+)
 
 # Every character but lone surrogates (not I-JSON): control characters, DEL, the
 # private-use area just below U+FFFF and astral characters are all in.
@@ -44,3 +49,47 @@ def test_astral_keys_sort_by_utf16_code_units_as_rfc8785_requires():
     assert canonical_bytes(value).index("\U0001f600".encode()) < canonical_bytes(value).index(
         "\uff21".encode()
     )
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_every_float_serialises_exactly_as_rfc8785(value):
+    # Tiny, huge, integral, negative zero, subnormal: each spelling RFC 8785 uses.
+    assert canonical_bytes(value) == rfc8785.dumps(value)
+    assert canonical_bytes({"v": [value, -value]}) == rfc8785.dumps({"v": [value, -value]})
+
+
+def test_float_spellings_at_the_notation_boundaries_are_rfc8785s():
+    edges = [0.0, -0.0, 1e-4, 9.999999999999999e-05, 1e-6, 1e-7, 1.5e-7, 2.3e-05, 1e16,
+             1e21, 1e22, 2.0**53, 2.0**53 + 2, -(2.0**53), 5e-324, 1.7976931348623157e308,
+             0.1, 123.0, 4503599627370496.5]  # fmt: skip
+    for value in edges:
+        assert canonical_bytes(value) == rfc8785.dumps(value), value
+    assert canonical_bytes(edges) == rfc8785.dumps(edges)
+
+
+def test_a_string_that_looks_like_a_float_placeholder_is_written_as_a_string():
+    # The fast path puts some floats in place after encoding; a string of the data
+    # spelled like its placeholder must stay a string.
+    for value in (
+        {"a": "\x000\x00", "b": 1e-5},
+        {"a": "\x005\x00", "b": 1e-5},
+        ["\x000\x00"],
+        {"\x000\x00": 2e-9},
+        {"a": '"\x000\x00"', "b": 3e-8},
+    ):
+        assert canonical_bytes(value) == rfc8785.dumps(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_text, _json(_scalars | _floats), max_size=6))
+def test_an_object_joined_from_its_members_bytes_is_its_canonical_bytes(value):
+    members = {key: (canonical_bytes(item),) for key, item in value.items()}
+    assert b"".join(canonical_object_chunks(members)) == canonical_bytes(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_json(_scalars | _floats), max_size=4), max_size=5))
+def test_an_array_joined_from_batches_is_its_canonical_bytes(batches):
+    flat = [item for batch in batches for item in batch]
+    assert b"".join(canonical_array_chunks(batches)) == canonical_bytes(flat)

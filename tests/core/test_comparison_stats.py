@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from xaytune.core import _comparison_stats as stats
 
@@ -124,3 +127,33 @@ def test_replicates_needed_to_detect_min_effect():
     assert stats.replicates_needed(2.0, 0.0, 0.5) == 3
     assert stats.replicates_needed(2.0, 1.0, 0.0) is None
     assert stats.replicates_needed(2.0, None, 0.5) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 5).flatmap(
+        lambda n: st.dictionaries(
+            st.text(min_size=1, max_size=3),
+            st.lists(st.booleans(), min_size=n, max_size=n + 2),
+            min_size=1,
+            max_size=12,
+        )
+    )
+)
+def test_pass_hat_k_is_the_mean_over_tasks_of_the_exact_ratio(outcomes):
+    # Independent: the definition, task by task, in exact fractions.
+    n_min = min(len(trials) for trials in outcomes.values())
+    expected = tuple(
+        (
+            k,
+            float(
+                sum(
+                    Fraction(math.comb(sum(trials), k), math.comb(len(trials), k))
+                    for trials in outcomes.values()
+                )
+                / len(outcomes)
+            ),
+        )
+        for k in range(1, n_min + 1)
+    )
+    assert stats.pass_hat_k(outcomes) == expected

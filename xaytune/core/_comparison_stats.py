@@ -119,12 +119,17 @@ def pass_hat_k(outcomes: Mapping[str, Sequence[bool]]) -> tuple[tuple[int, float
     if not outcomes:
         return ()
     n_min = min(len(trials) for trials in outcomes.values())
+    # How many tasks have n trials and c successes: the sum over tasks is a sum over
+    # these few (n, c) groups, still exact.
+    groups: dict[tuple[int, int], int] = {}
+    for trials in outcomes.values():
+        key = (len(trials), sum(1 for trial in trials if trial))
+        groups[key] = groups.get(key, 0) + 1
     result = []
     for k in range(1, n_min + 1):
         total = Fraction(0)
-        for trials in outcomes.values():
-            c = sum(1 for trial in trials if trial)
-            total += Fraction(math.comb(c, k), math.comb(len(trials), k))
+        for (n, c), tasks in sorted(groups.items()):
+            total += Fraction(tasks * math.comb(c, k), math.comb(n, k))
         result.append((k, float(total / len(outcomes))))
     return tuple(result)
 

@@ -98,9 +98,13 @@ def task_view(
         clustered_se=stats.clustered_standard_error([(t, d) for _, t, d in observed]),
         independent_se=stats.standard_error(differences),
     )
+    # One pass groups the (seed, difference) pairs by task, in seed order.
+    by_task: dict[str, list[tuple[int, float]]] = {}
+    for seed, task, difference in observed:
+        by_task.setdefault(task, []).append((seed, difference))
     per_task = []
     for task in tasks:
-        mine = [(seed, d) for seed, t, d in observed if t == task]
+        mine = by_task[task]
         values = [d for _, d in mine]
         per_task.append(
             TaskDifference(

@@ -13,7 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from decimal import ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
 from typing import Any
 
@@ -23,7 +24,9 @@ from xaytune.core.errors import FingerprintError
 
 __all__ = [
     "MAX_SAFE_INTEGER",
+    "canonical_array_chunks",
     "canonical_bytes",
+    "canonical_object_chunks",
     "decimal_string",
     "fingerprint",
     "sha256_digest",
@@ -88,10 +91,26 @@ def _plain(value: Any, where: str, needs_jcs: list[bool]) -> Any:
 def canonical_bytes(value: Any) -> bytes:
     """RFC 8785 canonical UTF-8 bytes of ``value`` after the project's checks.
 
-    Data without floats and without keys beyond the BMP is serialised by the
-    stdlib as sorted, compact JSON, which is byte-identical to RFC 8785 there (a
-    property test holds the two together); anything else goes through ``rfc8785``.
+    Serialised by the stdlib as sorted, compact JSON, which is byte-identical to RFC
+    8785 for strings, integers, and floats whose shortest repr is what RFC 8785
+    writes (a non-integral float from 1e-4 up; an integral one below 2^53 is written
+    as the integer). Any other float is written by ``rfc8785`` itself and put in
+    place; data with a key beyond the BMP (UTF-16 key order), or anything unusual,
+    goes through ``rfc8785`` whole. A property test holds the paths together.
     """
+    floats: list[float] = []
+    try:
+        data = _scan(value, floats)
+        text = _STDLIB_JCS.encode(data)
+        if floats:
+            text = _put_floats(text, floats)
+        return text.encode("utf-8")
+    except (_Fallback, ValueError, TypeError, RecursionError):
+        # The general path decides, and names any refusal with its path.
+        return _jcs_bytes(value)
+
+
+def _jcs_bytes(value: Any) -> bytes:
     needs_jcs = [False]
     plain = _plain(value, "$", needs_jcs)
     try:
@@ -104,9 +123,134 @@ def canonical_bytes(value: Any) -> bytes:
         raise FingerprintError("not-json", f"value cannot be canonical: {error}") from None
 
 
+class _Fallback(Exception):
+    """The fast path cannot write this value byte-exactly: use the general path."""
+
+
+_SAFE_FLOAT_MIN = 1e-4  # repr switches to exponent notation below this
+_FLOAT_MARK = "\x00"
+_FLOAT_TOKEN = re.compile(r'"\\u0000(\d+)\\u0000"')
+
+
+def _scan(value: Any, floats: list[float]) -> Any:
+    """``value`` ready for the stdlib encoder, the same object where nothing changes.
+
+    Raises :class:`_Fallback` for anything the fast path does not write exactly.
+    A float that repr would not write as RFC 8785 does becomes a placeholder string
+    (its index in ``floats``), replaced after encoding by :func:`_put_floats`.
+    """
+    kind = type(value)
+    if kind is str or value is None or value is True or value is False:
+        return value
+    if kind is int:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return value
+        raise _Fallback
+    if kind is float:
+        if value - value != 0.0:  # NaN or Infinity: refused by the general path
+            raise _Fallback
+        if value.is_integer():
+            if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+                return int(value)  # RFC 8785 writes 3.0 as 3 and -0.0 as 0
+        elif abs(value) >= _SAFE_FLOAT_MIN:
+            return value  # repr writes it in fixed notation, shortest digits: as RFC 8785
+        floats.append(value)
+        return f"{_FLOAT_MARK}{len(floats) - 1}{_FLOAT_MARK}"
+    if kind is dict:
+        copy = None
+        for key, item in value.items():
+            if type(key) is not str or (not key.isascii() and max(key) > "\uffff"):
+                raise _Fallback
+            # Strings, None, booleans and safe integers (most leaves) are checked inline.
+            item_kind = type(item)
+            if item_kind is str or item is None or item is True or item is False:
+                continue
+            if item_kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                continue
+            new = _scan(item, floats)
+            if new is not item:
+                if copy is None:
+                    copy = dict(value)
+                copy[key] = new
+        return value if copy is None else copy
+    if kind is list or kind is tuple:
+        items = None
+        for i, item in enumerate(value):
+            item_kind = type(item)
+            if item_kind is str or item is None or item is True or item is False:
+                continue
+            if item_kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                continue
+            new = _scan(item, floats)
+            if new is not item:
+                if items is None:
+                    items = list(value)
+                items[i] = new
+        return value if items is None else items
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, Mapping | Sequence):
+        return _scan(dump(mode="json"), floats)
+    raise _Fallback
+
+
+def _put_floats(text: str, floats: list[float]) -> str:
+    """Replace each float placeholder by the float as ``rfc8785`` writes it."""
+    found: list[int] = []
+
+    def written(match: re.Match[str]) -> str:
+        index = int(match[1])
+        found.append(index)
+        if index >= len(floats):
+            raise _Fallback
+        return rfc8785.dumps(floats[index]).decode("ascii")
+
+    text = _FLOAT_TOKEN.sub(written, text)
+    # A string of the data that looks like a placeholder would show up here twice.
+    if len(found) != len(floats) or len(set(found)) != len(floats):
+        raise _Fallback
+    return text
+
+
 _STDLIB_JCS = json.JSONEncoder(
     ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
 )
+
+
+def canonical_object_chunks(members: Mapping[str, Iterable[bytes]]) -> Iterator[bytes]:
+    """Canonical bytes of a JSON object, in pieces, from its members' canonical bytes.
+
+    ``members`` maps each key to the canonical bytes of its value (in pieces); keys
+    are put in RFC 8785 order (UTF-16 code units). Joined, the pieces are
+    ``canonical_bytes`` of the object, which is never held whole as data: a record
+    of 100,000 entries is serialised a batch at a time.
+    """
+    yield b"{"
+    for i, key in enumerate(sorted(members, key=_utf16)):
+        yield (b',"' if i else b'"') + _key_bytes(key) + b'":'
+        yield from members[key]
+    yield b"}"
+
+
+def canonical_array_chunks(batches: Iterable[list[Any]]) -> Iterator[bytes]:
+    """Canonical bytes of a JSON array, in pieces, from consecutive batches of items."""
+    yield b"["
+    first = True
+    for batch in batches:
+        if batch:
+            inner = canonical_bytes(batch)[1:-1]  # "[a,b]" -> "a,b"
+            yield inner if first else b"," + inner
+            first = False
+    yield b"]"
+
+
+def _utf16(key: str) -> bytes:
+    return key.encode("utf-16-be")
+
+
+def _key_bytes(key: str) -> bytes:
+    if type(key) is not str:
+        raise FingerprintError("non-string-key", f"key {key!r} is not a string")
+    return canonical_bytes(key)[1:-1]
 
 
 def sha256_digest(data: bytes) -> str:

@@ -173,6 +173,15 @@ def run_harness_evaluation(
     config = evaluator.check_execution(bound)
     evidence = _load_subject(subject, source, seed)
     measurement = evaluator.measure(bound, evidence, seed=seed)
+    subject_facts = (
+        evidence.digest,
+        evidence.suite_name,
+        evidence.suite_digest,
+        evidence.assignment_digest,
+        evidence.seed,
+    )
+    del evidence  # measured: a large run's evidence is not held while reports are written
+    subject_digest, suite_name, suite_digest, assignment_digest, run_seed = subject_facts
     header = EvaluationHeader(
         evaluator=bound.evaluator,
         evaluator_fingerprint=bound.fingerprint,
@@ -180,11 +189,11 @@ def run_harness_evaluation(
         catalog=CATALOG_ID,
         disclosure=bound.disclosure,
         config=config.model_dump(mode="json"),
-        subject_digest=evidence.digest,
-        suite_name=evidence.suite_name,
-        suite_digest=evidence.suite_digest,
-        assignment_digest=evidence.assignment_digest,
-        seed=evidence.seed,
+        subject_digest=subject_digest,
+        suite_name=suite_name,
+        suite_digest=suite_digest,
+        assignment_digest=assignment_digest,
+        seed=run_seed,
         n_tasks=len(measurement.task_ids),
         attested_tasks=measurement.attested,
     )
@@ -217,10 +226,10 @@ def run_harness_evaluation(
             evaluator_fingerprint=bound.fingerprint,
             determinism=bound.determinism,
             catalog=CATALOG_ID,
-            subject_digest=evidence.digest,
-            suite_digest=evidence.suite_digest,
-            assignment_digest=evidence.assignment_digest,
-            seed=evidence.seed,
+            subject_digest=subject_digest,
+            suite_digest=suite_digest,
+            assignment_digest=assignment_digest,
+            seed=run_seed,
             metrics=measurement.results,
         )
     return HarnessEvaluation(result, report, restricted, report_path, restricted_path)

@@ -231,6 +231,7 @@ class Column:
         spreads = self.spread_list() or [None] * len(task_ids)
         return tuple(
             TaskObservation.model_construct(
+                _OBSERVATION_FIELDS,
                 task_id=task_id,
                 position=position,
                 value=value,
@@ -241,6 +242,11 @@ class Column:
                 zip(task_ids, self.value_list(), self.absence_list(), spreads, strict=True)
             )
         )
+
+
+# Every observation sets every field: one shared fields-set for all (a frozen model
+# never changes it in place; see xaytune.core._frozen).
+_OBSERVATION_FIELDS = {"task_id", "position", "value", "absence", "judge_spread"}
 
 
 def _mean(values: np.ndarray) -> float:

@@ -22,6 +22,7 @@ from xaytune.harness.store import (
     durable_dir,
     fsync_file,
     seal_bytes,
+    write_file,
 )
 from xaytune.harness.trajectory import TRAJECTORY_FILE, WRITER, TrajectoryWriter, verify_chain
 
@@ -29,6 +30,7 @@ __all__ = [
     "SPEC_FILE",
     "AttemptSession",
     "PendingSeal",
+    "record_bytes",
     "recover_open_attempt",
     "spec_bytes",
     "write_spec",
@@ -42,33 +44,64 @@ def spec_bytes(spec: AgentExecutionSpec) -> bytes:
     return spec.canonical + b"\n"
 
 
-def write_spec(task_dir: Path, spec: AgentExecutionSpec) -> None:
+def write_spec(task_dir: Path | str, spec: AgentExecutionSpec) -> None:
     """Store the spec a task runs under, once; a different spec there is refused."""
-    path = task_dir / SPEC_FILE
+    path = os.path.join(task_dir, SPEC_FILE)
     raw = spec_bytes(spec)
-    if path.exists():
-        if path.read_bytes() != raw:
+    try:
+        with open(path, "rb") as handle:
+            stored = handle.read()
+    except FileNotFoundError:
+        stored = None
+    if stored is not None:
+        if stored != raw:
             raise EvidenceError(
                 "resume-mismatch",
                 f"{path}: the task was run under another spec; use a fresh output directory",
             )
         return
-    task_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, raw, durable=False)
+    try:
+        atomic_write(path, raw, durable=False)
+    except FileNotFoundError:  # the task directory is not there yet
+        os.makedirs(task_dir, exist_ok=True)
+        atomic_write(path, raw, durable=False)
+
+
+def record_bytes(number: int, attribution: dict[str, Any], model: bytes) -> bytes:
+    """``attempt.json``: the canonical record, newline-terminated.
+
+    ``model`` is the canonical bytes of the serving identity (computed once per
+    model by the runner). The record's keys are written in their canonical (sorted)
+    order around canonical values, so the bytes are ``canonical_bytes(record)``.
+    """
+    return b"".join(
+        (
+            b'{"attempt":%d,"attribution":' % number,
+            canonical_bytes(attribution),
+            b',"model":',
+            model,
+            b',"schema":"xaytune.attempt/v1","writer":',
+            _WRITER_JSON,
+            b"}\n",
+        )
+    )
+
+
+_WRITER_JSON = canonical_bytes(WRITER)
 
 
 @dataclass(frozen=True, slots=True)
 class PendingSeal:
     """A seal written aside, not yet in place: the attempt is still open."""
 
-    staged: Path
-    final: Path
+    staged: str
+    final: str
     digest: str
 
     def commit(self, *, durable: bool) -> None:
         """Rename the seal into place (and make the rename durable when ``durable``)."""
         os.replace(self.staged, self.final)
-        durable_dir(self.final.parent, durable=durable)
+        durable_dir(os.path.dirname(self.final), durable=durable)
 
 
 class AttemptSession:
@@ -79,34 +112,40 @@ class AttemptSession:
         self.durable = durable
         self.number = 0
         self.path: Path | None = None
+        self._dir = ""
         self._writer: TrajectoryWriter | None = None
+        self._record_digest = ""
         self.events = 0
         self.head = ""
 
-    def open(self, model: dict[str, Any]) -> None:
-        """Claim the next attempt and write its record; ``model`` is the serving identity."""
+    def open(self, model: dict[str, Any], model_bytes: bytes | None = None) -> None:
+        """Claim the next attempt and write its record; ``model`` is the serving identity
+        (``model_bytes`` its canonical bytes, when the caller has them)."""
         binding = self.spec.binding
-        if binding is None or self.spec.output_uri is None:
+        output = self.spec.output_uri
+        if binding is None or output is None:
             return  # a plain (unbound) spec or one with no output: nothing is written
-        task_dir = Path(self.spec.output_uri)
-        write_spec(task_dir, self.spec)
-        number, path = claim_attempt(task_dir)
-        record = {
-            "schema": "xaytune.attempt/v1",
-            "attempt": number,
-            "attribution": {
-                **binding.model_dump(mode="json"),
-                "replicate": self.spec.replicate,
-                "spec_fingerprint": self.spec.fingerprint,
-            },
-            "model": model,
-            "writer": WRITER,
+        write_spec(output, self.spec)
+        number, path = claim_attempt(output)
+        attribution = {
+            "suite_digest": binding.suite_digest,
+            "assignment_digest": binding.assignment_digest,
+            "task_id": binding.task_id,
+            "position": binding.position,
+            "seed": binding.seed,
+            "replicate": self.spec.replicate,
+            "spec_fingerprint": self.spec.fingerprint,
         }
-        raw = canonical_bytes(record) + b"\n"
-        atomic_write(path / ATTEMPT_FILE, raw, durable=False)
-        self.number, self.path = number, path
+        if model_bytes is None:
+            model_bytes = canonical_bytes(model)
+        raw = record_bytes(number, attribution, model_bytes)
+        directory = os.fspath(path)
+        atomic_write(os.path.join(directory, ATTEMPT_FILE), raw, durable=False)
+        self.number, self.path, self._dir = number, path, directory
         self._record_digest = sha256_digest(raw)
-        self._writer = TrajectoryWriter(path / TRAJECTORY_FILE, genesis=self._record_digest)
+        self._writer = TrajectoryWriter(
+            os.path.join(directory, TRAJECTORY_FILE), genesis=self._record_digest
+        )
 
     def event(self, kind: str, payload: dict[str, Any]) -> None:
         if self._writer is not None:
@@ -131,21 +170,23 @@ class AttemptSession:
         """
         status = "complete" if outcome is not None else "partial"
         outcome_dict = None if outcome is None else outcome.model_dump(mode="json")
-        self.event("end", {"status": status, "outcome": outcome_dict, "spend": spend.as_dict()})
+        spend_dict = spend.as_dict()
+        self.event("end", {"status": status, "outcome": outcome_dict, "spend": spend_dict})
         writer = self._writer
         if writer is None or self.path is None:
             return None
+        directory = self._dir
         writer.flush(durable=self.durable)
         writer.close()
         if self.durable:
-            fsync_file(self.path / ATTEMPT_FILE)
-            fsync_file(self.path.parent.parent / SPEC_FILE)
+            fsync_file(os.path.join(directory, ATTEMPT_FILE))
+            fsync_file(os.path.join(os.path.dirname(os.path.dirname(directory)), SPEC_FILE))
         seal = {
             "schema": "xaytune.attempt-seal/v1",
             "attempt": self.number,
             "status": status,
             "outcome": outcome_dict,
-            "spend": spend.as_dict(),
+            "spend": dict(spend_dict),
             "trajectory": {
                 "writer": WRITER,
                 "events": writer.count,
@@ -156,13 +197,9 @@ class AttemptSession:
             "recovered": False,
         }
         raw = seal_bytes(seal)
-        final = self.path / SEAL_FILE
-        staged = final.with_name(f".{SEAL_FILE}.staged")
-        with open(staged, "wb") as handle:
-            handle.write(raw)
-            if self.durable:
-                handle.flush()
-                os.fsync(handle.fileno())
+        final = os.path.join(directory, SEAL_FILE)
+        staged = os.path.join(directory, f".{SEAL_FILE}.staged")
+        write_file(staged, raw, durable=self.durable)
         return PendingSeal(staged=staged, final=final, digest=sha256_digest(raw))
 
     def close(self) -> None:

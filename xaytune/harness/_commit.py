@@ -22,35 +22,42 @@ def _sync() -> None:
 
 
 class GroupCommit:
-    """Batches :class:`PendingSeal` commits; ``await commit(p)`` returns once p is sealed."""
+    """Batches :class:`PendingSeal` commits; ``await commit(p)`` returns once p is sealed.
 
-    def __init__(self, *, max_batch: int = 256, max_delay_s: float = 0.005) -> None:
+    One batch is committed at a time: seals submitted while it syncs wait and go
+    together in the next one, started as soon as it ends (the first waits
+    ``max_delay_s`` for company). So the syncs, which hold up every file created
+    meanwhile, come no more often than one at a time, however fast seals arrive.
+    """
+
+    def __init__(self, *, max_batch: int = 1024, max_delay_s: float = 0.005) -> None:
         self.max_batch = max_batch
         self.max_delay_s = max_delay_s
         self._batch: list[tuple[PendingSeal, asyncio.Future[None]]] = []
         self._timer: asyncio.TimerHandle | None = None
-        self._flushes: set[asyncio.Task[None]] = set()
+        self._running: asyncio.Task[None] | None = None
         self.batches = 0
 
-    async def commit(self, pending: PendingSeal) -> None:
+    def submit(self, pending: PendingSeal) -> asyncio.Future[None]:
+        """Queue ``pending`` for the next batch; the future is done once it is sealed."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._batch.append((pending, done))
-        if len(self._batch) >= self.max_batch:
-            self._flush()
-        elif self._timer is None:
-            self._timer = loop.call_later(self.max_delay_s, self._flush)
-        await asyncio.shield(done)
+        if self._running is None and self._timer is None:
+            self._timer = loop.call_later(self.max_delay_s, self._start)
+        return done
 
-    def _flush(self) -> None:
+    async def commit(self, pending: PendingSeal) -> None:
+        await asyncio.shield(self.submit(pending))
+
+    def _start(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        batch, self._batch = self._batch, []
-        if batch:
-            task = asyncio.get_running_loop().create_task(self._commit(batch))
-            self._flushes.add(task)
-            task.add_done_callback(self._flushes.discard)
+        if self._running is not None or not self._batch:
+            return
+        batch, self._batch = self._batch[: self.max_batch], self._batch[self.max_batch :]
+        self._running = asyncio.get_running_loop().create_task(self._commit(batch))
 
     async def _commit(self, batch: list[tuple[PendingSeal, asyncio.Future[None]]]) -> None:
         try:
@@ -59,11 +66,15 @@ class GroupCommit:
             for _, done in batch:
                 if not done.done():
                     done.set_exception(error)
-            return
-        self.batches += 1
-        for _, done in batch:
-            if not done.done():
-                done.set_result(None)
+        else:
+            self.batches += 1
+            for _, done in batch:
+                if not done.done():
+                    done.set_result(None)
+        finally:
+            self._running = None
+            if self._batch:
+                self._start()  # the next batch has waited for this one: at once
 
     @staticmethod
     def _durable_renames(batch: list[PendingSeal]) -> None:
@@ -74,6 +85,6 @@ class GroupCommit:
 
     async def drain(self) -> None:
         """Commit whatever is waiting (end of a run)."""
-        self._flush()
-        if self._flushes:
-            await asyncio.gather(*self._flushes, return_exceptions=True)
+        self._start()
+        while self._running is not None:
+            await asyncio.wait({self._running})

@@ -27,6 +27,9 @@ def template_fields(template: str) -> tuple[str, ...]:
 
 def render_template(template: str, values: Mapping[str, object], *, where: str) -> str:
     """Fill ``template`` from ``values``; a missing field is refused, naming it."""
+    whole = _FIELD.fullmatch(template)
+    if whole is not None and whole.group(1) in values:
+        return str(values[whole.group(1)])  # "{question}": the value itself, not a copy
 
     def fill(match: re.Match[str]) -> str:
         token = match.group(0)

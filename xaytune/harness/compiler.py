@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from xaytune.core.errors import ExecutionError
 from xaytune.harness._templates import render_template, template_fields
-from xaytune.harness.spec import AgentExecutionSpec, Harness, HarnessCompilationContext
+from xaytune.harness.spec import (
+    AgentExecutionSpec,
+    Harness,
+    HarnessCompilationContext,
+    TrajectoryRecordingSpec,
+    _harness_fingerprint,
+)
 
 __all__ = ["HarnessCompiler"]
 
@@ -18,6 +24,25 @@ class HarnessCompiler:
     (the binding's suite is not ``suite``, or no suite was given),
     ``task-mismatch`` (the task is not the bound task), ``template-field-missing``.
     """
+
+    def __init__(self) -> None:
+        self._texts: dict[str, str] = {}
+        self._recordings: dict[str, TrajectoryRecordingSpec] = {}
+
+    def _shared(self, text: str) -> str:
+        """One string object for equal rendered texts: a replicate's specs usually
+        share their system message, and hold it 100,000 times."""
+        if len(self._texts) >= 256:
+            self._texts.clear()
+        return self._texts.setdefault(text, text)
+
+    def _trajectory(
+        self, recording: TrajectoryRecordingSpec | None
+    ) -> TrajectoryRecordingSpec | None:
+        """One (frozen) recording spec object for equal ones, as :meth:`_shared`."""
+        if recording is None:
+            return None
+        return self._recordings.setdefault(recording.writer, recording)
 
     def compile(self, harness: Harness, context: HarnessCompilationContext) -> AgentExecutionSpec:
         authorized = frozenset(context.authorized_tools)
@@ -42,14 +67,14 @@ class HarnessCompiler:
                         )
                     values[field] = blobs[name]
         where = f"harness {harness.name}"
-        system_message = render_template(harness.system_prompt, values, where=where)
+        system_message = self._shared(render_template(harness.system_prompt, values, where=where))
         user_message = render_template(harness.user_prompt, values, where=where)
         config: dict[str, object] = {}
         if context.task_binding is not None:
             config["task"] = self._task_config(harness, context)
         return AgentExecutionSpec(
             harness=harness,
-            harness_fingerprint=harness.fingerprint,
+            harness_fingerprint=_harness_fingerprint(harness),
             seed=context.seed,
             replicate=context.replicate,
             tools=harness.tools,
@@ -58,7 +83,7 @@ class HarnessCompiler:
             user_message=user_message,
             content_digests=context.content.digests,
             model=context.model,
-            trajectory=context.trajectory,
+            trajectory=self._trajectory(context.trajectory),
             config=config,
             output_uri=context.output_uri,
         )

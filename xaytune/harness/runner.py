@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import ExecutionError
 from xaytune.harness._answer import extract_answer
 from xaytune.harness._attempt import AttemptSession, recover_open_attempt
@@ -81,6 +82,11 @@ Progress = Callable[[AttemptResult], None]
 
 # Set by run_many for the attempts it runs: their seals are committed in groups.
 _GROUP_COMMIT: ContextVar[GroupCommit | None] = ContextVar("xaytune_group_commit", default=None)
+# Set by run_many per task: the commits of its seals, awaited once the task has left
+# its concurrency slot (waiting for the disk does not need the model).
+_SEALING: ContextVar[list[asyncio.Future[None]] | None] = ContextVar(
+    "xaytune_sealing", default=None
+)
 
 
 class HarnessRunner:
@@ -94,7 +100,7 @@ class HarnessRunner:
         if durability not in ("fsync", "none"):
             raise ExecutionError("bad-durability", f"durability {durability!r}: fsync or none")
         self.durability = durability
-        self._identities: dict[int, tuple[object, dict[str, Any]]] = {}
+        self._identities: dict[int, tuple[object, dict[str, Any], bytes]] = {}
 
     # -- public API ---------------------------------------------------------------
 
@@ -160,6 +166,10 @@ class HarnessRunner:
         With ``resume``, a spec whose task already has a complete attempt for the
         same spec fingerprint is skipped, and open attempts left by a crash are
         first sealed ``partial`` (recovered); new attempts are added, none replaced.
+
+        ``concurrency`` bounds the tasks in their agent loop. A task whose attempts
+        have ended waits for its seals' group commit outside that bound, and is
+        returned (and reported to ``progress``) only once they are in place.
         """
         if concurrency < 1:
             raise ExecutionError("bad-concurrency", f"concurrency {concurrency} must be >= 1")
@@ -171,6 +181,8 @@ class HarnessRunner:
         async def one(spec: AgentExecutionSpec) -> TaskRun:
             if resume and self._prepare_resume(spec):
                 return TaskRun(spec=spec, attempts=(), skipped=True)
+            sealing: list[asyncio.Future[None]] = []
+            _SEALING.set(sealing)  # this task's own context
             async with semaphore:
                 run = await self.run_task(
                     spec,
@@ -179,6 +191,9 @@ class HarnessRunner:
                     authorized_tools=authorized,
                     cancel=cancel,
                 )
+            # Its attempts are reported (and returned) only once their seals are in place.
+            for done in sealing:
+                await asyncio.shield(done)
             if progress is not None:
                 for attempt in run.attempts:
                     progress(attempt)
@@ -204,14 +219,15 @@ class HarnessRunner:
 
     # -- internals ----------------------------------------------------------------
 
-    def _identity(self, model: Model) -> dict[str, Any]:
-        """The model's identity as plain data, computed once per identity object."""
+    def _identity(self, model: Model) -> tuple[dict[str, Any], bytes]:
+        """The model's identity as plain data and canonical bytes, once per identity."""
         identity = model.identity
         cached = self._identities.get(id(identity))
         if cached is None or cached[0] is not identity:
-            cached = (identity, identity.model_dump(mode="json"))
+            plain = identity.model_dump(mode="json")
+            cached = (identity, plain, canonical_bytes(plain))
             self._identities[id(identity)] = cached
-        return cached[1]
+        return cached[1], cached[2]
 
     @staticmethod
     def _check(
@@ -276,7 +292,7 @@ class HarnessRunner:
         # Under a group commit the batch's syncs make each attempt durable; alone, each
         # attempt fsyncs its own files.
         session = AttemptSession(spec, durable=durable and committer is None)
-        session.open(self._identity(model))
+        session.open(*self._identity(model))
         spend = Spend()
         outcome: Outcome | None = None
         final_text: str | None = None
@@ -300,7 +316,11 @@ class HarnessRunner:
                 pending = session.prepare_seal(outcome=outcome, spend=spend)
                 seal_digest = None
                 if pending is not None:
-                    await committer.commit(pending)
+                    sealing = _SEALING.get()
+                    if sealing is None:
+                        await committer.commit(pending)
+                    else:  # run_many awaits it after the task leaves its slot
+                        sealing.append(committer.submit(pending))
                     seal_digest = pending.digest
         finally:
             session.close()

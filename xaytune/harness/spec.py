@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from xaytune.core._frozen import share_fields_set
 from xaytune.core._ids import is_valid_id
 from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
 from xaytune.core.domain.benchmark import BenchmarkSuite, Task
+from xaytune.core.errors import ExecutionError
 from xaytune.core.harness_evaluation import TaskBinding
 from xaytune.harness._answer import AnswerExtraction
 from xaytune.models._protocol import ModelIdentity
@@ -131,6 +133,27 @@ class HarnessCompilationContext:
     model: ModelIdentity | None = None
 
 
+def _harness_fingerprint(harness: Harness, plain: dict[str, Any] | None = None) -> str:
+    """``harness.fingerprint`` (from its JSON dump ``plain``), once per harness object.
+
+    Compiling a replicate builds one spec per task from the same harness object;
+    the memo holds that object (so its id is not reused) and a harness is frozen all
+    the way down, so a hit is that very object, unchanged. A copy made with
+    ``model_copy(update=...)`` is another object and is fingerprinted afresh.
+    """
+    memo = _HARNESS_MEMO.get(id(harness))
+    if memo is not None and memo[0] is harness:
+        return memo[1]
+    digest = fingerprint(harness.model_dump(mode="json") if plain is None else plain)
+    if len(_HARNESS_MEMO) >= 64:
+        _HARNESS_MEMO.clear()
+    _HARNESS_MEMO[id(harness)] = (harness, digest)
+    return digest
+
+
+_HARNESS_MEMO: dict[int, tuple[Harness, str]] = {}
+
+
 class AgentExecutionSpec(BaseModel):
     """A compiled, frozen, fingerprinted execution spec.
 
@@ -157,34 +180,46 @@ class AgentExecutionSpec(BaseModel):
     output_uri: str | None = None
     fingerprint: str = ""
 
-    _canonical: bytes = PrivateAttr(default=b"")
-    _binding: TaskBinding | None = PrivateAttr(default=None)
-
     def model_post_init(self, __context: Any) -> None:
-        if self.harness_fingerprint != self.harness.fingerprint:
+        plain = self.model_dump(mode="json", by_alias=True, exclude={"output_uri", "fingerprint"})
+        if self.harness_fingerprint != _harness_fingerprint(self.harness, plain["harness"]):
             raise ValueError("spec harness_fingerprint is not its harness's")
-        canonical = canonical_bytes(
-            self.model_dump(mode="json", by_alias=True, exclude={"output_uri", "fingerprint"})
-        )
-        expected = sha256_digest(canonical)
+        expected = sha256_digest(canonical_bytes(plain))
         if not self.fingerprint:
             object.__setattr__(self, "fingerprint", expected)
         elif self.fingerprint != expected:
             raise ValueError("spec fingerprint is not its contents'")
-        self._canonical = canonical
         task = self.config.get("task")
         if task is not None:
-            self._binding = TaskBinding.model_validate(task["binding"])
+            TaskBinding.model_validate(task["binding"])  # refused here if it is not one
+        share_fields_set(self)
 
     @property
     def canonical(self) -> bytes:
-        """The canonical bytes the fingerprint is computed over (stored as spec.json)."""
-        return self._canonical
+        """The canonical bytes the fingerprint is computed over (stored as spec.json).
+
+        Serialised again on each call (once per task, when its spec is stored):
+        a replicate holds 100,000 specs, and these bytes are a third of each.
+        """
+        canonical = canonical_bytes(
+            self.model_dump(mode="json", by_alias=True, exclude={"output_uri", "fingerprint"})
+        )
+        if sha256_digest(canonical) != self.fingerprint:
+            # Only an in-place edit of a dict field after compiling gets here.
+            raise ExecutionError(
+                "digest-mismatch", f"spec {self.fingerprint}: changed since it was compiled"
+            )
+        return canonical
 
     @property
     def binding(self) -> TaskBinding | None:
-        """The task binding of a task-bound spec, else None."""
-        return self._binding
+        """The task binding of a task-bound spec, else None.
+
+        Built on each read (a few microseconds) rather than held: a replicate holds
+        100,000 specs, and the binding is already in ``config["task"]``.
+        """
+        task = self.config.get("task")
+        return None if task is None else TaskBinding.model_validate(task["binding"])
 
     @property
     def task_id(self) -> str | None:

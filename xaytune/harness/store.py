@@ -21,13 +21,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from xaytune.core._frozen import FrozenRecord
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import EvidenceError
 from xaytune.models._protocol import ModelIdentity
@@ -47,6 +48,8 @@ __all__ = [
     "Terminal",
     "TrajectorySeal",
     "atomic_write",
+    "atomic_write_chunks",
+    "write_file",
 ]
 
 ATTEMPT_FILE = "attempt.json"
@@ -60,18 +63,58 @@ Terminal = Literal["answer", "budget-stop", "context-overflow", "model-error", "
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
-def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+def atomic_write(path: Path | str, data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` to ``path`` whole or not at all (temp file, fsync, rename)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        if durable:
-            handle.flush()
-            os.fsync(handle.fileno())
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    write_file(tmp, data, durable=durable)
     os.replace(tmp, path)
 
 
-def fsync_file(path: Path) -> None:
+def atomic_write_chunks(path: Path | str, chunks: Iterable[bytes], *, durable: bool) -> None:
+    """:func:`atomic_write` of the concatenated ``chunks``, never held whole."""
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        pending: list[bytes] = []
+        size = 0
+        for chunk in chunks:  # written in pieces of about a MiB
+            pending.append(chunk)
+            size += len(chunk)
+            if size >= 1 << 20:
+                _write_all(fd, b"".join(pending))
+                pending, size = [], 0
+        _write_all(fd, b"".join(pending))
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_file(path: Path | str, data: bytes, *, durable: bool, exclusive: bool = False) -> None:
+    """Create (or truncate) ``path`` and write ``data``; fsync it when ``durable``.
+
+    Plain ``os`` calls: no buffered file object, no tty probe, no seek.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_EXCL if exclusive else os.O_TRUNC)
+    fd = os.open(path, flags, 0o666)
+    try:
+        _write_all(fd, data)
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path | str) -> None:
     """Flush a file already written to disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -80,7 +123,7 @@ def fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def _fsync_dir(path: Path) -> None:
+def _fsync_dir(path: Path | str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -114,7 +157,7 @@ class AttemptRecord(BaseModel):
     writer: str
 
 
-class Outcome(BaseModel):
+class Outcome(FrozenRecord):
     """How a complete attempt ended. ``answer`` is the extracted answer, if any."""
 
     model_config = _FROZEN
@@ -140,10 +183,21 @@ class Spend:
     tool_time_us: int = 0
 
     def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+        return {
+            "turns": self.turns,
+            "model_calls": self.model_calls,
+            "tool_calls": self.tool_calls,
+            "tool_errors": self.tool_errors,
+            "retries": self.retries,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "peak_context_tokens": self.peak_context_tokens,
+            "model_time_us": self.model_time_us,
+            "tool_time_us": self.tool_time_us,
+        }
 
 
-class SpendRecord(BaseModel):
+class SpendRecord(FrozenRecord):
     """A sealed attempt's spend, as read back from disk."""
 
     model_config = _FROZEN
@@ -164,7 +218,7 @@ class SpendRecord(BaseModel):
         return self.input_tokens + self.output_tokens
 
 
-class TrajectorySeal(BaseModel):
+class TrajectorySeal(FrozenRecord):
     """The chain facts a seal commits to."""
 
     model_config = _FROZEN
@@ -175,7 +229,7 @@ class TrajectorySeal(BaseModel):
     head: str
 
 
-class AttemptSeal(BaseModel):
+class AttemptSeal(FrozenRecord):
     """``seal.json``: the attempt's final word. ``complete`` iff an outcome exists."""
 
     model_config = _FROZEN
@@ -215,18 +269,23 @@ class HarnessEvidenceStore:
     def __init__(self, root: str | Path, *, durability: Durability = "fsync") -> None:
         self.root = Path(root)
         self.durability: Durability = durability
+        self._marked = False  # the marker file is known to exist
 
     @property
     def durable(self) -> bool:
         return self.durability == "fsync"
 
     def _ensure_marker(self) -> None:
+        if self._marked:
+            return
         marker = self.root / STORE_MARKER
-        if not marker.exists():
+        self._marked = marker.exists()
+        if not self._marked:
             self.root.mkdir(parents=True, exist_ok=True)
             atomic_write(
                 marker, canonical_bytes({"schema": STORE_SCHEMA}) + b"\n", durable=self.durable
             )
+            self._marked = True
 
     def task_output(self, position: int) -> Path:
         """The directory where the task at ``position`` writes its attempts."""
@@ -250,17 +309,36 @@ class HarnessEvidenceStore:
 
     def attempts(self, position: int) -> list[StoredAttempt]:
         """Attempts of the task at ``position``, in attempt order."""
-        directory = self.root / "tasks" / f"{position:06d}" / "attempts"
-        if not directory.is_dir():
+        return [
+            StoredAttempt(position, number, Path(path))
+            for number, path in self.attempt_paths(position)
+        ]
+
+    def attempt_numbers(self, position: int) -> list[int]:
+        """The attempt numbers of the task at ``position``, ascending."""
+        return [number for number, _ in self.attempt_paths(position)]
+
+    def attempt_paths(self, position: int) -> list[tuple[int, str]]:
+        """(number, directory) of each attempt of the task at ``position``, in order.
+
+        Plain strings: verification lists 100,000 tasks, and a ``Path`` costs more
+        to build than the listing itself.
+        """
+        directory = os.path.join(self.root, "tasks", f"{position:06d}", "attempts")
+        try:
+            names = os.listdir(directory)
+        except (FileNotFoundError, NotADirectoryError):
             return []
         found = []
-        for path in directory.iterdir():
-            if not path.name.isdigit():
+        for name in names:
+            path = os.path.join(directory, name)
+            if not name.isdigit():
                 raise EvidenceError(
                     "unexpected-file", f"{path}: not an attempt directory of this store"
                 )
-            found.append(StoredAttempt(position, int(path.name), path))
-        return sorted(found, key=lambda attempt: attempt.number)
+            found.append((int(name), path))
+        found.sort()
+        return found
 
     def quarantined(self) -> Iterator[tuple[int, int, str]]:
         """(position, attempt, reason) of every quarantined attempt."""
@@ -323,20 +401,26 @@ def seal_bytes(seal: dict[str, Any]) -> bytes:
     return canonical_bytes(seal) + b"\n"
 
 
-def claim_attempt(task_dir: Path) -> tuple[int, Path]:
+def claim_attempt(task_dir: Path | str) -> tuple[int, Path]:
     """Claim the next attempt number under ``task_dir`` (exclusive mkdir)."""
-    attempts = task_dir / "attempts"
-    attempts.mkdir(parents=True, exist_ok=True)
-    numbers = [int(p.name) for p in attempts.iterdir() if p.name.isdigit()]
-    number = max(numbers, default=0) + 1
+    attempts = os.path.join(task_dir, "attempts")
+    try:
+        os.mkdir(attempts)
+        number = 1  # a directory this call created holds no attempt yet
+    except FileExistsError:
+        numbers = [int(name) for name in os.listdir(attempts) if name.isdigit()]
+        number = max(numbers, default=0) + 1
+    except FileNotFoundError:
+        os.makedirs(attempts, exist_ok=True)
+        number = 1
     while True:
-        path = attempts / f"{number:03d}"
+        path = os.path.join(attempts, f"{number:03d}")
         try:
-            path.mkdir()
+            os.mkdir(path)
         except FileExistsError:
             number += 1
             continue
-        return number, path
+        return number, Path(path)
 
 
 def remove_empty_claim(path: Path) -> bool:
@@ -351,7 +435,7 @@ def remove_empty_claim(path: Path) -> bool:
     return True
 
 
-def durable_dir(path: Path, *, durable: bool) -> None:
+def durable_dir(path: Path | str, *, durable: bool) -> None:
     """fsync a directory (so a rename in it is durable) when ``durable``."""
     if durable:
         _fsync_dir(path)

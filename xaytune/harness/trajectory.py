@@ -37,11 +37,17 @@ def _line_digest(line: bytes) -> str:
     return "sha256:" + hashlib.sha256(line).hexdigest()
 
 
+# json.dumps(..., sort_keys=True, separators=(",", ":"), ensure_ascii=False) and
+# json.dumps(kind), without building an encoder per call.
+_PAYLOAD = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_KIND = json.JSONEncoder()
+
+
 def _encode(prev: str, seq: int, kind: str, payload: dict[str, Any]) -> bytes:
     # Keys are written in sorted order by hand ("prev" < "seq" < "type" < "v");
     # the payload is sorted too. Bytes are what is hashed and later verified.
-    body = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return (f'{{"prev":"{prev}","seq":{seq},"type":{json.dumps(kind)},"v":{body}}}\n').encode()
+    body = _PAYLOAD.encode(payload)
+    return (f'{{"prev":"{prev}","seq":{seq},"type":{_KIND.encode(kind)},"v":{body}}}\n').encode()
 
 
 class TrajectoryWriter:

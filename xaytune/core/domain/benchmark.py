@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from xaytune.core._frozen import share_fields_set
 from xaytune.core._ids import is_valid_id
 from xaytune.core.canonical import MAX_SAFE_INTEGER, fingerprint, sha256_digest
 from xaytune.core.errors import SuiteError
@@ -80,6 +81,9 @@ class Task(BaseModel):
             raise ValueError(f"task id {self.id!r} is not a valid id")
         return self
 
+    def model_post_init(self, __context: Any) -> None:
+        share_fields_set(self)  # a suite holds up to 100,000 of these
+
 
 class Reference(BaseModel):
     """The held-out part of one task. Only :class:`SuiteSource` hands these out."""
@@ -88,6 +92,9 @@ class Reference(BaseModel):
 
     id: str
     answer: str
+
+    def model_post_init(self, __context: Any) -> None:
+        share_fields_set(self)
 
 
 class SuiteManifest(BaseModel):

@@ -1,0 +1,156 @@
+"""The records of a run's evidence: attempts, entries, the run evidence itself.
+
+Re-exported by :mod:`xaytune.harness.evidence` (the public import path).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import weakref
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from xaytune.core._frozen import FrozenRecord
+from xaytune.core.canonical import (
+    canonical_array_chunks,
+    canonical_bytes,
+    canonical_object_chunks,
+)
+from xaytune.core.domain.benchmark import SeededSample
+from xaytune.harness.store import Outcome, SpendRecord
+from xaytune.models._protocol import ModelIdentity
+
+__all__ = ["EVIDENCE_SCHEMA", "AttemptEvidence", "EvidenceEntry", "HarnessRunEvidence"]
+
+EVIDENCE_SCHEMA = "xaytune.harness-run-evidence/v1"
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+_BATCH = 1024  # entries dumped and serialised at a time
+
+
+class AttemptEvidence(FrozenRecord):
+    """One attempt instance as the evidence records it."""
+
+    model_config = _FROZEN
+
+    attempt: int
+    status: Literal["complete", "partial"]
+    outcome: Outcome | None
+    spend: SpendRecord
+    record_digest: str
+    seal_digest: str
+    trajectory_head: str
+    trajectory_events: int
+    recovered: bool
+
+
+class EvidenceEntry(FrozenRecord):
+    """One assigned task: every attempt of it, and whether one is attested."""
+
+    model_config = _FROZEN
+
+    task_id: str
+    position: int
+    spec_fingerprint: str
+    status: Literal["attested", "no-attested-result"]
+    attempts: tuple[AttemptEvidence, ...]
+
+    @property
+    def attested(self) -> AttemptEvidence | None:
+        """The complete attempt of an attested entry, else None."""
+        for attempt in self.attempts:
+            if attempt.status == "complete":
+                return attempt
+        return None
+
+
+class HarnessRunEvidence(BaseModel):
+    """The verified evidence of one replicate (one harness, one seed)."""
+
+    model_config = _FROZEN
+
+    schema_: Literal["xaytune.harness-run-evidence/v1"] = Field(
+        default=EVIDENCE_SCHEMA, alias="schema"
+    )
+    suite_name: str
+    suite_digest: str
+    sampling: SeededSample
+    assignment_digest: str
+    seed: int
+    replicate: int
+    harness_fingerprint: str
+    model: ModelIdentity
+    entries: tuple[EvidenceEntry, ...]
+    digest: str = ""
+
+    def content_digest(self) -> str:
+        """The digest of everything but ``digest`` itself (remembered: see ``_memo``)."""
+        values = self._content_values()
+        memo = _CONTENT_MEMO.get(id(self))
+        if (
+            memo is not None
+            and all(a is b for a, b in zip(memo[0][:-1], values[:-1], strict=True))
+            and memo[0][-1] == values[-1]
+        ):
+            return memo[1]
+        hasher = hashlib.sha256()
+        for chunk in self.canonical_chunks(digest=False):
+            hasher.update(chunk)
+        digest = "sha256:" + hasher.hexdigest()
+        self._memo(values, digest)
+        return digest
+
+    def canonical_chunks(self, *, digest: bool = True) -> Iterator[bytes]:
+        """The canonical bytes of this evidence (without ``digest`` unless ``digest``),
+        in pieces: ``b"".join(...)`` is ``canonical_bytes(self.model_dump(mode="json",
+        by_alias=True, ...))``, but the entries are dumped a batch at a time."""
+        head = self.model_dump(
+            mode="json", by_alias=True, exclude={"entries"} if digest else {"entries", "digest"}
+        )
+        members: dict[str, Iterable[bytes]] = {
+            key: (canonical_bytes(value),) for key, value in head.items()
+        }
+        members["entries"] = canonical_array_chunks(_entry_batches(self.entries))
+        return canonical_object_chunks(members)
+
+    def sealed(self) -> HarnessRunEvidence:
+        """A copy whose ``digest`` is its contents'."""
+        sealed = self.model_copy(update={"digest": self.content_digest()})
+        sealed._memo(sealed._content_values(), sealed.digest)
+        return sealed
+
+    def _content_values(self) -> tuple[Any, ...]:
+        # The model's parameters are the one mutable dict inside: held as a copy.
+        values = tuple(value for name, value in self.__dict__.items() if name != "digest")
+        return (*values, copy.deepcopy(self.model.parameters))
+
+    def _memo(self, values: tuple[Any, ...], digest: str) -> None:
+        """Remember this object's content digest with the very field values it covers.
+
+        Kept outside the model (pydantic compares private attributes in ``==``),
+        keyed by id and dropped when the object is collected; the values are held,
+        so their ids cannot be reused while the memo lives. A copy with any field
+        replaced (``model_copy(update=...)``) is another object: it is recomputed.
+        Every value is frozen all the way down but the model's parameters, which
+        are compared by value.
+        """
+        key = id(self)
+        if key not in _CONTENT_MEMO:
+            weakref.finalize(self, _CONTENT_MEMO.pop, key, None)
+        _CONTENT_MEMO[key] = (values, digest)
+
+
+# id(evidence) -> (its field values but digest, their content digest); see _memo.
+_CONTENT_MEMO: dict[int, tuple[tuple[Any, ...], str]] = {}
+
+
+_ENTRY_LIST = TypeAdapter(list[EvidenceEntry])
+
+
+def _entry_batches(entries: tuple[EvidenceEntry, ...]) -> Iterator[list[Any]]:
+    for start in range(0, len(entries), _BATCH):
+        yield _ENTRY_LIST.dump_python(
+            list(entries[start : start + _BATCH]), mode="json", by_alias=True
+        )
