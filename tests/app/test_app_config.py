@@ -116,7 +116,9 @@ def test_disclosure_stays_outside_the_evaluator_fingerprint():
 def test_a_changed_match_rule_changes_the_evaluator_fingerprint():
     base, _ = resolve_config(_compose("+experiment=quickstart"))
     changed, _ = resolve_config(
-        _compose("+experiment=quickstart", "evaluators.outcome.config.spec.match.case_sensitive=true")
+        _compose(
+            "+experiment=quickstart", "evaluators.outcome.config.spec.match.case_sensitive=true"
+        )
     )
     assert _evaluator_fingerprint(base) != _evaluator_fingerprint(changed)
 
