@@ -15,19 +15,14 @@ from typing import Any
 import pytest
 
 from xaytune.core.domain.benchmark import SeededSample, SuiteSource, record_assignment
-from xaytune.core.harness_evaluation import bind_task
 from xaytune.harness import (
     Harness,
-    HarnessCompilationContext,
-    HarnessCompiler,
-    HarnessContent,
     HarnessRunner,
     Toolbox,
-    TrajectoryRecordingSpec,
+    compile_replicate,
 )
 from xaytune.harness.evidence import HarnessRunEvidence, assemble_evidence
 from xaytune.harness.store import HarnessEvidenceStore
-from xaytune.harness.trajectory import WRITER
 from xaytune.models import (
     ContextOverflowError,
     ModelError,
@@ -190,26 +185,10 @@ def run_suite(
     store = HarnessEvidenceStore(root, durability="none")
     sampling = SeededSample(count=count)
     assignment = record_assignment(suite, sampling, seed=seed)
-    compiler, runner = HarnessCompiler(), HarnessRunner(durability="none")
-    specs = []
-    for task_id in assignment.task_ids:
-        task, binding = bind_task(suite, assignment, task_id)
-        specs.append(
-            compiler.compile(
-                harness,
-                HarnessCompilationContext(
-                    task=task,
-                    seed=seed,
-                    replicate=0,
-                    authorized_tools=tools,
-                    content=HarnessContent(),
-                    output_uri=str(store.task_output(binding.position)),
-                    trajectory=TrajectoryRecordingSpec(writer=WRITER),
-                    task_binding=binding,
-                    suite=suite,
-                ),
-            )
-        )
+    runner = HarnessRunner(durability="none")
+    specs = compile_replicate(
+        harness, suite=suite, assignment=assignment, store=store, authorized_tools=tools
+    )
     toolbox = Toolbox.default()
     normal = [s for s in specs if s.task_id not in cancelled]
     stopped = [s for s in specs if s.task_id in cancelled]

@@ -29,7 +29,6 @@ import httpx
 import pytest
 
 from xaytune.core.domain.benchmark import SeededSample, SuiteSource, record_assignment
-from xaytune.core.harness_evaluation import bind_task
 from xaytune.evaluation.harness import (
     EvaluationSpec,
     EvaluatorSpec,
@@ -41,19 +40,15 @@ from xaytune.evaluation.harness import (
 )
 from xaytune.harness import (
     Harness,
-    HarnessCompilationContext,
-    HarnessCompiler,
-    HarnessContent,
     HarnessRunner,
     Toolbox,
-    TrajectoryRecordingSpec,
+    compile_replicate,
 )
 from xaytune.harness.evidence import (
     HarnessEvidenceStore,
     assemble_evidence,
     verify_run_evidence,
 )
-from xaytune.harness.trajectory import WRITER
 from xaytune.models import (
     ContextOverflowError,
     Message,
@@ -349,26 +344,15 @@ def test_five_task_real_run_is_assembled_verified_and_evaluated(server, tmp_path
     store = HarnessEvidenceStore(tmp_path / "evidence")
     sampling = SeededSample(count=5)
     assignment = record_assignment(suite, sampling, seed=101)
-    compiler, runner = HarnessCompiler(), HarnessRunner()
-    specs = []
-    for task_id in assignment.task_ids:
-        task, binding = bind_task(suite, assignment, task_id)
-        specs.append(
-            compiler.compile(
-                harness,
-                HarnessCompilationContext(
-                    task=task,
-                    seed=101,
-                    authorized_tools=frozenset(),
-                    content=HarnessContent(),
-                    output_uri=str(store.task_output(binding.position)),
-                    trajectory=TrajectoryRecordingSpec(writer=WRITER),
-                    task_binding=binding,
-                    suite=suite,
-                    model=model.identity,
-                ),
-            )
-        )
+    runner = HarnessRunner()
+    specs = compile_replicate(
+        harness,
+        suite=suite,
+        assignment=assignment,
+        store=store,
+        authorized_tools=(),
+        model=model.identity,
+    )
 
     async def run_all():
         try:

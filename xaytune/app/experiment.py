@@ -26,7 +26,6 @@ from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SeededSample, SuiteSource, record_assignment
 from xaytune.core.errors import ConfigError
 from xaytune.core.harness_comparison import ReplicateRuns
-from xaytune.core.harness_evaluation import bind_task
 from xaytune.evaluation.harness import (
     EvaluationSpec,
     EvaluatorSpec,
@@ -39,18 +38,14 @@ from xaytune.evaluation.harness import (
 )
 from xaytune.harness import (
     Harness,
-    HarnessCompilationContext,
-    HarnessCompiler,
-    HarnessContent,
     HarnessEvidenceStore,
     HarnessRunner,
     Toolbox,
-    TrajectoryRecordingSpec,
 )
 from xaytune.harness.evidence import assemble_evidence
+from xaytune.harness.replicate import compile_replicate
 from xaytune.harness.runner import AttemptResult
 from xaytune.harness.store import atomic_write
-from xaytune.harness.trajectory import WRITER
 from xaytune.models import Model, OpenAICompatibleModel, SimulatedModel
 from xaytune.models.llama_cpp_local import llama_cpp_local_model
 from xaytune.suites import builtin_suite_path
@@ -177,27 +172,14 @@ def run_replicate(
     model = build_model(cfg.model, seed=seed)
     toolbox = Toolbox.default()
     tools = frozenset(harness.tools)
-    compiler = HarnessCompiler()
-    specs = []
-    for task_id in assignment.task_ids:
-        task, binding = bind_task(suite, assignment, task_id)
-        specs.append(
-            compiler.compile(
-                harness,
-                HarnessCompilationContext(
-                    task=task,
-                    seed=seed,
-                    replicate=0,
-                    authorized_tools=tools,
-                    content=HarnessContent(),
-                    output_uri=str(store.task_output(binding.position)),
-                    trajectory=TrajectoryRecordingSpec(writer=WRITER),
-                    task_binding=binding,
-                    suite=suite,
-                    model=model.identity,
-                ),
-            )
-        )
+    specs = compile_replicate(
+        harness,
+        suite=suite,
+        assignment=assignment,
+        store=store,
+        authorized_tools=tools,
+        model=model.identity,
+    )
     runner = HarnessRunner(durability=cfg.durability)
 
     async def run_all():

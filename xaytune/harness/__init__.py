@@ -1,6 +1,7 @@
 """Compile and run harnesses; record every attempt in a tamper-evident store."""
 
 from xaytune.harness.compiler import HarnessCompiler
+from xaytune.harness.replicate import compile_replicate
 from xaytune.harness.runner import AttemptResult, HarnessRunner, TaskRun
 from xaytune.harness.spec import (
     AgentExecutionSpec,
@@ -28,4 +29,5 @@ __all__ = [
     "ToolResult",
     "Toolbox",
     "TrajectoryRecordingSpec",
+    "compile_replicate",
 ]

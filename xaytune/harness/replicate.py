@@ -1,0 +1,61 @@
+"""Compiling every assigned task of one replicate (the spec's "Running one replicate")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xaytune.core.domain.benchmark import BenchmarkSuite, TaskAssignment
+from xaytune.core.harness_evaluation import bind_task
+from xaytune.harness.compiler import HarnessCompiler
+from xaytune.harness.spec import (
+    AgentExecutionSpec,
+    Harness,
+    HarnessCompilationContext,
+    HarnessContent,
+    TrajectoryRecordingSpec,
+)
+from xaytune.harness.store import HarnessEvidenceStore
+from xaytune.harness.trajectory import WRITER
+from xaytune.models._protocol import ModelIdentity
+
+__all__ = ["compile_replicate"]
+
+
+def compile_replicate(
+    harness: Harness,
+    *,
+    suite: BenchmarkSuite,
+    assignment: TaskAssignment,
+    store: HarnessEvidenceStore,
+    authorized_tools: Iterable[str],
+    replicate: int = 0,
+    content: HarnessContent | None = None,
+    model: ModelIdentity | None = None,
+    compiler: HarnessCompiler | None = None,
+) -> list[AgentExecutionSpec]:
+    """One task-bound, recording spec per assigned task, in assignment order.
+
+    Each task is bound (``bind_task``), compiled under the assignment's seed, and
+    writes its attempts to ``store.task_output(position)``.
+    """
+    compiler = compiler or HarnessCompiler()
+    content = content or HarnessContent()
+    tools = frozenset(authorized_tools)
+    recording = TrajectoryRecordingSpec(writer=WRITER)
+    specs = []
+    for task_id in assignment.task_ids:
+        task, binding = bind_task(suite, assignment, task_id)
+        context = HarnessCompilationContext(
+            task=task,
+            seed=assignment.seed,
+            replicate=replicate,
+            authorized_tools=tools,
+            content=content,
+            output_uri=str(store.task_output(binding.position)),
+            trajectory=recording,
+            task_binding=binding,
+            suite=suite,
+            model=model,
+        )
+        specs.append(compiler.compile(harness, context))
+    return specs
