@@ -28,19 +28,9 @@ from xaytune.core.domain.benchmark import (
     TaskAssignment,
     record_assignment,
 )
-from xaytune.core.harness_evaluation import bind_task
-from xaytune.harness import (
-    AgentExecutionSpec,
-    Harness,
-    HarnessCompilationContext,
-    HarnessCompiler,
-    HarnessContent,
-    HarnessRunner,
-    Toolbox,
-    TrajectoryRecordingSpec,
-)
+from xaytune.harness import AgentExecutionSpec, Harness, HarnessRunner, Toolbox
 from xaytune.harness.evidence import HarnessEvidenceStore
-from xaytune.harness.trajectory import WRITER
+from xaytune.harness.replicate import compile_replicate
 from xaytune.models import SimulatedModel
 from xaytune.suites import build_suite
 from xaytune.suites._arith_generator import generate_arith_tools
@@ -192,31 +182,17 @@ def model_of(workload: str, *, latency_s: float = 0.0) -> SimulatedModel:
 def compile_specs(
     source: SuiteSource, harness: Harness, store: HarnessEvidenceStore, count: int | None = None
 ) -> tuple[SeededSample, TaskAssignment, list[AgentExecutionSpec]]:
-    """Assignment, binding and compilation of every assigned task (the app's loop)."""
+    """The assignment and one task-bound spec per assigned task, as the app compiles them."""
     suite = source.suite
     sampling = SeededSample(count=count)
     assignment = record_assignment(suite, sampling, seed=SEED)
-    compiler = HarnessCompiler()
-    tools = frozenset(harness.tools)
-    specs = []
-    for task_id in assignment.task_ids:
-        task, binding = bind_task(suite, assignment, task_id)
-        specs.append(
-            compiler.compile(
-                harness,
-                HarnessCompilationContext(
-                    task=task,
-                    seed=SEED,
-                    replicate=0,
-                    authorized_tools=tools,
-                    content=HarnessContent(),
-                    output_uri=str(store.task_output(binding.position)),
-                    trajectory=TrajectoryRecordingSpec(writer=WRITER),
-                    task_binding=binding,
-                    suite=suite,
-                ),
-            )
-        )
+    specs = compile_replicate(
+        harness,
+        suite=suite,
+        assignment=assignment,
+        store=store,
+        authorized_tools=harness.tools,
+    )
     return sampling, assignment, specs
 
 

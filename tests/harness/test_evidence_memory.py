@@ -132,3 +132,13 @@ def test_verification_refuses_what_the_store_does_not_support_before_a_claim(ver
     with pytest.raises(EvidenceError) as caught:
         verified_run.verify(forged)
     assert caught.value.reason == "trajectory-torn"
+
+
+def test_a_spec_keeps_the_bytes_its_fingerprint_covers(verified_run):
+    spec = verified_run.specs()[0]
+    dump = spec.model_dump(mode="json", by_alias=True, exclude={"output_uri", "fingerprint"})
+    assert spec.canonical == canonical_bytes(dump)
+    assert fingerprint(dump) == spec.fingerprint
+    # Read back only to be checked, a spec does not keep them; it serialises them again.
+    checked = type(spec).model_validate_json(spec.canonical, context={"keep_canonical": False})
+    assert checked.canonical == spec.canonical and checked.fingerprint == spec.fingerprint

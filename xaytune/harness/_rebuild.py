@@ -169,7 +169,9 @@ def _check_spec(
     path = os.path.join(store.root, "tasks", f"{position:06d}", SPEC_FILE)
     try:
         with open(path, "rb") as handle:
-            spec = AgentExecutionSpec.model_validate_json(handle.read())
+            spec = AgentExecutionSpec.model_validate_json(
+                handle.read(), context={"keep_canonical": False}
+            )
     except FileNotFoundError:
         raise refuse("spec-missing", f"task {task_id}: {path} is missing") from None
     except ValueError:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from xaytune.core._frozen import share_fields_set
 from xaytune.core._ids import is_valid_id
 from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
 from xaytune.core.domain.benchmark import BenchmarkSuite, Task
-from xaytune.core.errors import ExecutionError
 from xaytune.core.harness_evaluation import TaskBinding
 from xaytune.harness._answer import AnswerExtraction
 from xaytune.models._protocol import ModelIdentity
@@ -180,15 +180,24 @@ class AgentExecutionSpec(BaseModel):
     output_uri: str | None = None
     fingerprint: str = ""
 
+    _packed: bytes = PrivateAttr(default=b"")
+
     def model_post_init(self, __context: Any) -> None:
         plain = self.model_dump(mode="json", by_alias=True, exclude={"output_uri", "fingerprint"})
         if self.harness_fingerprint != _harness_fingerprint(self.harness, plain["harness"]):
             raise ValueError("spec harness_fingerprint is not its harness's")
-        expected = sha256_digest(canonical_bytes(plain))
+        canonical = canonical_bytes(plain)
+        expected = sha256_digest(canonical)
         if not self.fingerprint:
             object.__setattr__(self, "fingerprint", expected)
         elif self.fingerprint != expected:
             raise ValueError("spec fingerprint is not its contents'")
+        # Kept compressed: a replicate holds 100,000 specs, and these bytes would be a
+        # third of each; unpacking them (once, when the spec is stored) is cheaper
+        # than serialising the spec again. Not for a spec read back only to be
+        # checked (validation context {"keep_canonical": False}).
+        if not (isinstance(__context, dict) and __context.get("keep_canonical") is False):
+            self._packed = zlib.compress(canonical, 1)
         task = self.config.get("task")
         if task is not None:
             TaskBinding.model_validate(task["binding"])  # refused here if it is not one
@@ -196,20 +205,15 @@ class AgentExecutionSpec(BaseModel):
 
     @property
     def canonical(self) -> bytes:
-        """The canonical bytes the fingerprint is computed over (stored as spec.json).
-
-        Serialised again on each call (once per task, when its spec is stored):
-        a replicate holds 100,000 specs, and these bytes are a third of each.
-        """
-        canonical = canonical_bytes(
+        """The canonical bytes the fingerprint is computed over (stored as spec.json)."""
+        # Read directly: attribute access to a pydantic private attribute costs an
+        # AttributeError inside pydantic on every read.
+        packed = self.__pydantic_private__["_packed"]  # type: ignore[index]
+        if packed:
+            return zlib.decompress(packed)
+        return canonical_bytes(
             self.model_dump(mode="json", by_alias=True, exclude={"output_uri", "fingerprint"})
         )
-        if sha256_digest(canonical) != self.fingerprint:
-            # Only an in-place edit of a dict field after compiling gets here.
-            raise ExecutionError(
-                "digest-mismatch", f"spec {self.fingerprint}: changed since it was compiled"
-            )
-        return canonical
 
     @property
     def binding(self) -> TaskBinding | None:
