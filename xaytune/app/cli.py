@@ -19,13 +19,17 @@ __all__ = ["composition_done", "register_resolvers", "run"]
 _held: dict[str, object] = {}
 
 
-def composition_done() -> None:
-    """Release stderr: composition succeeded (called from the Hydra callbacks)."""
+def composition_done(*, replay: bool = True) -> None:
+    """Release stderr: composition succeeded (called from the Hydra callbacks).
+
+    What was held back is written out when ``replay``; a failed composition drops it
+    and prints its own one line instead.
+    """
     real = _held.pop("stderr", None)
     if real is not None:
         buffer = sys.stderr
         sys.stderr = real  # type: ignore[assignment]
-        if isinstance(buffer, io.StringIO) and buffer.getvalue():
+        if replay and isinstance(buffer, io.StringIO) and buffer.getvalue():
             real.write(buffer.getvalue())  # type: ignore[attr-defined]
 
 
@@ -112,18 +116,12 @@ def run() -> None:
     except SystemExit as stop:
         if "stderr" in _held and stop.code not in (0, None):
             report = sys.stderr.getvalue()  # type: ignore[attr-defined]
-            composition_done_silently()
+            composition_done(replay=False)
             print(f"error: bad-override: {_one_line(report)}", file=sys.stderr)
             sys.exit(2)
         raise
     finally:
         composition_done()
-
-
-def composition_done_silently() -> None:
-    real = _held.pop("stderr", None)
-    if real is not None:
-        sys.stderr = real  # type: ignore[assignment]
 
 
 # Registered on import too: a multirun worker process imports this module (through the

@@ -83,5 +83,5 @@ def write_comparison(
     directory.mkdir(parents=True, exist_ok=True)
     atomic_write(directory / RESTRICTED_REPORT, canonical_bytes(report) + b"\n")
     atomic_write(directory / RELEASED_REPORT, canonical_bytes(released) + b"\n")
-    write_reports(directory, released, candidates)
+    write_reports(directory, released)
     return report, directory

@@ -244,7 +244,7 @@ def _render_html(markdown_text: str, images: dict[str, bytes]) -> str:
     )
 
 
-def write_reports(directory: Path, released: ComparisonReport, _candidates=None) -> None:
+def write_reports(directory: Path, released: ComparisonReport) -> None:
     """Write report.md, report.html and the plots for a released report."""
     images = _plot_png(released)
     for name, data in images.items():

@@ -138,6 +138,16 @@ class HarnessRunner:
         """Run one spec: attempts until one is complete or ``attempts_per_task`` run out."""
         authorized = frozenset(authorized_tools)
         self._check(spec, model, toolbox, authorized)
+        return await self._run_checked(spec, model, toolbox, authorized, cancel)
+
+    async def _run_checked(
+        self,
+        spec: AgentExecutionSpec,
+        model: Model,
+        toolbox: Toolbox,
+        authorized: frozenset[str],
+        cancel: asyncio.Event | None,
+    ) -> TaskRun:
         # The model may call only what the harness requested (and the host authorized):
         # a tool authorized but not requested is not the candidate's to use.
         granted = authorized & frozenset(spec.tools)
@@ -183,14 +193,8 @@ class HarnessRunner:
                 return TaskRun(spec=spec, attempts=(), skipped=True)
             sealing: list[asyncio.Future[None]] = []
             _SEALING.set(sealing)  # this task's own context
-            async with semaphore:
-                run = await self.run_task(
-                    spec,
-                    model=model,
-                    toolbox=toolbox,
-                    authorized_tools=authorized,
-                    cancel=cancel,
-                )
+            async with semaphore:  # every spec was checked above, before anything ran
+                run = await self._run_checked(spec, model, toolbox, authorized, cancel)
             # Its attempts are reported (and returned) only once their seals are in place.
             for done in sealing:
                 await asyncio.shield(done)

@@ -22,8 +22,7 @@ from xaytune.suites._build import build_suite, build_suite_from_jsonl
 def build_arith_tools(out: str) -> SuiteSource:
     """Generate and pin arith-tools; the shipped copy is exactly this output."""
     tasks, references = generate_arith_tools()
-    return build_suite(out, name="arith-tools", version="1.0.0", tasks=tasks,
-                       references=references)
+    return build_suite(out, name="arith-tools", version="1.0.0", tasks=tasks, references=references)
 
 
 def main(argv: list[str] | None = None) -> int:
