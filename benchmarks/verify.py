@@ -2,9 +2,10 @@
 
 Runs ``--tasks`` tasks (default 5,000; single-turn, zero-latency simulated model),
 assembles their evidence, then times ``verify_run_evidence`` (best of ``--repeat``)
-over the store: per task it reads and checks ``spec.json`` and, per attempt,
-``attempt.json``, ``seal.json`` and ``trajectory.jsonl`` (every line hashed). The
-bytes are those files' sizes. Against the same bytes it times:
+over the store: per task it lists the task's directory and reads and checks each
+attempt file (its spec line hashed, its record line compared, every event line hashed
+and chained, its seal line parsed). The bytes are those files' sizes. Against the
+same bytes it times:
 
     raw_sha256     sha256 of each file's bytes, already in memory (the issue's figure)
     read_sha256    open, read and sha256 each file from the page cache (what any
@@ -76,7 +77,7 @@ class PaddedModel:
 
 
 def _store_files(store: HarnessEvidenceStore) -> list[str]:
-    """Every file verification reads: tasks/*/spec.json and each attempt's files."""
+    """Every file verification reads: each attempt file under tasks/."""
     found = []
     for directory, _, names in os.walk(store.root / "tasks"):
         found.extend(os.path.join(directory, name) for name in sorted(names))

@@ -79,9 +79,11 @@ def test_outcome_run_leaks_no_reference(tmp_path, xaytune, output_dir, canary_su
     out = _run(tmp_path, xaytune, output_dir, "quickstart", suite)
     scanned = [p for p in out.rglob("*") if p.is_file()]
     names = {p.name for p in scanned}
-    assert {"manifest.json", "config.yaml", "report.json", "report.html", "trajectory.jsonl"} <= (
-        names
-    )
+    assert {"manifest.json", "config.yaml", "report.json", "report.html"} <= names
+    # The evidence is in the scan: every task's attempt file (its spec, record,
+    # trajectory and seal), tasks/<position>/<NNN>.jsonl.
+    attempts = [p for p in scanned if p.suffix == ".jsonl" and p.parent.parent.name == "tasks"]
+    assert len(attempts) == 2 * 3 * 6  # 2 candidates x 3 seeds x 6 sampled tasks
     assert any("restricted" in str(p) for p in scanned)
     found = _scan(out, canaries)
     _assert_only_restricted(out, found)

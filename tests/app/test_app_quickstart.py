@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+from xaytune.harness.attempt_file import AttemptParts
+
 pytestmark = pytest.mark.slow
 
 CANDIDATES = ("calculator", "mental")
@@ -38,12 +40,18 @@ def test_quickstart_writes_the_documented_tree(quickstart):
             assert (replicate / "evaluation").is_dir()
             assert (replicate / "evaluation" / "outcome" / "evaluation.json").is_file()
             assert (replicate / "replicate.restricted.json").is_file()
-            # Every assigned task has a spec and one sealed attempt.
+            assert (replicate / "evidence" / "xaytune-store.json").is_file()
+            # Every assigned task has exactly one attempt, sealed: one file
+            # tasks/<position>/001.jsonl that opens with the spec it ran.
             tasks = sorted((replicate / "evidence" / "tasks").iterdir())
             assert len(tasks) == 20
             for task in tasks:
-                assert (task / "spec.json").is_file()
-                assert len(list(task.glob("attempts/*/seal.json"))) == 1
+                assert re.fullmatch(r"\d{6}", task.name), task
+                assert [p.name for p in task.iterdir()] == ["001.jsonl"], task
+                attempt = task / "001.jsonl"
+                parts = AttemptParts.of(attempt.read_bytes(), str(attempt))
+                assert isinstance(json.loads(parts.spec), dict), attempt
+                assert parts.seal is not None and not parts.tail, attempt
             assert len(list((replicate / "evidence" / "published").glob("*.intoto.json"))) == 1
     assert sorted(p.name for p in (out / "candidates").iterdir()) == sorted(CANDIDATES)
     comparison = out / "comparison"

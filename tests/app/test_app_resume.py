@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from xaytune.core.errors import EvidenceError
+from xaytune.harness.attempt_file import AttemptParts
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process"),
@@ -29,16 +32,32 @@ RUN = (
 )
 
 
+def _attempt_files(root: Path) -> list[Path]:
+    """Every attempt file of every evidence store under ``root``."""
+    return sorted(root.glob("**/evidence/tasks/*/*.jsonl"))
+
+
 def _seals(root: Path) -> dict[Path, dict]:
-    return {path: json.loads(path.read_text()) for path in root.rglob("seal.json")}
+    """Per sealed attempt file, its seal (the file's last line)."""
+    seals = {}
+    for path in _attempt_files(root):
+        try:
+            parts = AttemptParts.of(path.read_bytes(), str(path))
+        except EvidenceError as error:
+            # Claimed, nothing recorded yet (or while the run writes it): open.
+            assert error.reason == "bad-record", error
+            continue
+        if parts.seal is not None:
+            seals[path] = json.loads(parts.seal)
+    return seals
 
 
 def _attempts_by_task(root: Path) -> dict[Path, list[str]]:
-    """Per task directory, the attempt directories it holds."""
+    """Per task directory, the attempt files it holds."""
     return {
-        task.relative_to(root): sorted(p.name for p in (task / "attempts").iterdir())
+        task.relative_to(root): names
         for task in root.glob("candidates/*/seed-*/evidence/tasks/*")
-        if (task / "attempts").is_dir()
+        if (names := sorted(p.name for p in task.iterdir()))
     }
 
 
@@ -60,7 +79,7 @@ def test_interrupt_then_resume(tmp_path, cli_env, xaytune, verify, output_dir):
     )
     try:
         deadline = time.monotonic() + 60
-        while not any(tmp_path.rglob("seal.json")):
+        while not _seals(tmp_path):
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "no attempt was sealed within 60 s"
             time.sleep(0.02)
@@ -81,14 +100,15 @@ def test_interrupt_then_resume(tmp_path, cli_env, xaytune, verify, output_dir):
     assert before
     partial = [path for path, seal in before.items() if seal["status"] == "partial"]
     complete = {path for path, seal in before.items() if seal["status"] == "complete"}
-    tasks_run = {path.parents[2] for path in before}
+    tasks_run = {path.parent for path in before}
     # Interrupted: in-flight attempts were sealed partial, or tasks never started.
     assert partial or len(tasks_run) < 2 * 3 * 4, stderr
     assert not (out / "comparison").exists()
     attempts_before = _attempts_by_task(out)
+    sealed_bytes = {path: path.read_bytes() for path in before}
     hydra_record = {p.name: p.read_bytes() for p in (out / ".hydra").iterdir()}
     assert set(hydra_record) >= {"config.yaml", "overrides.yaml"}
-    attested_before = {path.parents[2].relative_to(out) for path in complete}
+    attested_before = {path.parent.relative_to(out) for path in complete}
 
     # The printed command, as a user would paste it.
     command = shlex.split(hint[0].removeprefix("resume with: "))
@@ -112,9 +132,11 @@ def test_interrupt_then_resume(tmp_path, cli_env, xaytune, verify, output_dir):
         # Nothing is overwritten or dropped: the old partial attempts are kept.
         assert set(names) <= set(after[task]), task
     for path in partial:
-        task = path.parents[2].relative_to(out)
+        task = path.parent.relative_to(out)
         assert len(after[task]) == len(attempts_before[task]) + 1, task
-        assert json.loads(path.read_text()) == before[path]  # the partial seal is kept
+    for path, data in sealed_bytes.items():
+        # A sealed attempt is never touched again: the partial seals are kept.
+        assert path.read_bytes() == data, path
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["complete"] is True
 

@@ -2,36 +2,58 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+
+from xaytune.harness.attempt_file import AttemptParts
 
 pytestmark = pytest.mark.slow
 
+# What a flipped event byte breaks: an early byte (the first event's "prev") or a
+# middle one breaks the chain; a byte of the last event only moves the chain's head
+# away from the one its seal names.
+FLIP_REASONS = {"start": "chain-broken", "middle": "chain-broken", "end": "chain-head-mismatch"}
 
-def _flip_one_byte(path, offset):
-    data = bytearray(path.read_bytes())
-    data[offset] ^= 0x01
-    path.write_bytes(bytes(data))
+
+def _attempt_files(tree):
+    """Every attempt file of every evidence store in an output tree."""
+    return sorted(tree.glob("candidates/*/seed-*/evidence/tasks/*/*.jsonl"))
+
+
+def _parts(path):
+    return AttemptParts.of(path.read_bytes(), str(path))
+
+
+def _flip_one_event_byte(path, offset):
+    """Flip one bit of the byte at ``offset`` into the attempt's events (its chain)."""
+    parts = _parts(path)
+    events = bytearray(b"".join(parts.events))
+    events[offset] ^= 0x01
+    path.write_bytes(
+        dataclasses.replace(parts, events=tuple(bytes(events).splitlines(keepends=True))).join()
+    )
 
 
 @pytest.mark.parametrize("where", ["start", "middle", "end"])
 def test_one_flipped_byte_in_a_trajectory_is_refused(quickstart_copy, verify, where):
-    trajectories = sorted(quickstart_copy.rglob("trajectory.jsonl"))
-    assert len(trajectories) == 120
-    target = trajectories[len(trajectories) // 2]
-    size = target.stat().st_size
+    attempts = _attempt_files(quickstart_copy)
+    assert len(attempts) == 120
+    target = attempts[len(attempts) // 2]
+    size = sum(map(len, _parts(target).events))
     offset = {"start": 2, "middle": size // 2, "end": size - 3}[where]
-    _flip_one_byte(target, offset)
+    _flip_one_event_byte(target, offset)
 
     # One case runs the command a user runs; the others call its main in-process.
     result = verify(quickstart_copy, in_process=where != "middle")
     assert result.returncode == 1, result.describe()
-    attempt = target.parent.relative_to(quickstart_copy)
+    attempt = target.relative_to(quickstart_copy)
     problems = result.stdout.strip().splitlines()
     assert len(problems) == 1, result.describe()
-    # The line names the attempt directory and its trajectory (the file's name, or a
-    # chain-head mismatch between the trajectory and its seal).
+    # The line names the attempt file and why its trajectory (the hash-chained events
+    # in it) is refused: a broken chain, or a chain head its seal does not name.
     assert str(attempt) in problems[0], result.describe()
-    assert "trajectory" in problems[0], result.describe()
+    assert FLIP_REASONS[where] in problems[0], result.describe()
     assert "FAILED" in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -47,11 +69,13 @@ def test_an_edited_report_is_a_digest_mismatch(quickstart_copy, verify):
 
 
 def test_a_deleted_seal_is_refused(quickstart_copy, verify):
-    seal = sorted(quickstart_copy.rglob("seal.json"))[7]
-    seal.unlink()
+    attempt = _attempt_files(quickstart_copy)[7]
+    parts = _parts(attempt)
+    assert parts.seal is not None
+    attempt.write_bytes(dataclasses.replace(parts, seal=None).join())  # remove the seal line
     result = verify(quickstart_copy, in_process=True)
     assert result.returncode == 1, result.describe()
-    assert str(seal.parent.parent.parent.relative_to(quickstart_copy)) in result.stdout
+    assert str(attempt.parent.relative_to(quickstart_copy)) in result.stdout
 
 
 def test_verify_usage_errors(tmp_path, verify):

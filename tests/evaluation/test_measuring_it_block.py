@@ -6,6 +6,7 @@ the helper. Also: the subject is loaded and re-verified on every evaluation.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ from xaytune.harness import (
     Toolbox,
     TrajectoryRecordingSpec,
 )
+from xaytune.harness.attempt_file import AttemptParts
 from xaytune.harness.evidence import HarnessEvidenceStore, assemble_evidence
 from xaytune.harness.trajectory import WRITER
 from xaytune.models import SimulatedModel
@@ -145,7 +147,10 @@ def test_subject_is_reverified_against_its_store(tmp_path, kit):
     )
     subject = publish_evidence(run.evidence, run.store)
     attempt = run.store.attempts(0)[0].path
-    (attempt / "seal.json").unlink()  # the store no longer backs the published record
+    parts = AttemptParts.of(attempt.read_bytes(), str(attempt))
+    assert parts.seal is not None
+    # remove the seal line: the store no longer backs the published record
+    attempt.write_bytes(dataclasses.replace(parts, seal=None).join())
     evaluator, spec = _bound(run.source)
     with pytest.raises(EvidenceError):
         run_harness_evaluation(

@@ -4,6 +4,7 @@ every absence reason, spend across all attempts, successful-tasks slices."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -19,8 +20,7 @@ from xaytune.evaluation.harness import (
     run_harness_evaluation,
 )
 from xaytune.harness import Harness, HarnessRunner, Toolbox
-from xaytune.harness.store import SEAL_FILE
-from xaytune.harness.trajectory import TRAJECTORY_FILE
+from xaytune.harness.attempt_file import AttemptParts
 
 RULE = MatchRule(strip=True, case_sensitive=False, numeric=True)
 
@@ -207,10 +207,10 @@ def _reopen_and_resume(model):
     def hook(specs, store):
         (spec,) = specs
         attempt = store.attempts(0)[0].path
-        (attempt / SEAL_FILE).unlink()
-        trajectory = attempt / TRAJECTORY_FILE
-        lines = trajectory.read_bytes().splitlines(keepends=True)
-        trajectory.write_bytes(b"".join(lines[:-1]))  # a crash before the end event
+        parts = AttemptParts.of(attempt.read_bytes(), str(attempt))
+        assert parts.seal is not None and parts.events
+        # no seal, and a crash before the end event
+        attempt.write_bytes(dataclasses.replace(parts, seal=None, events=parts.events[:-1]).join())
         model.crashing = False
         asyncio.run(
             HarnessRunner(durability="none").run_many(

@@ -24,8 +24,9 @@ from xaytune.harness import (
     HarnessContent,
     TrajectoryRecordingSpec,
 )
+from xaytune.harness.attempt_file import AttemptParts
 from xaytune.harness.evidence import HarnessEvidenceStore
-from xaytune.harness.trajectory import TRAJECTORY_FILE, WRITER, verify_chain
+from xaytune.harness.trajectory import WRITER, verify_chain
 from xaytune.models import ModelIdentity, ModelReply, ModelRequest, ToolCall, Usage
 from xaytune.suites import build_suite
 from xaytune.suites._arith_generator import generate_arith_tools
@@ -176,17 +177,18 @@ def loop_forever(name: str = "calculator") -> Callable[[ModelRequest], ModelRepl
 # -- reading the store --------------------------------------------------------------
 
 
-def attempt_dirs(root: Path) -> list[Path]:
-    """Every attempt directory under a store root, in (position, attempt) order."""
-    return sorted((root / "tasks").glob("*/attempts/*"))
+def attempt_files(root: Path) -> list[Path]:
+    """Every attempt file under a store root, in (position, attempt) order."""
+    return sorted((root / "tasks").glob("*/*.jsonl"))
 
 
 def read_attempt(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Verify an attempt's chain from its record against its seal; (seal, events)."""
-    record = (path / "attempt.json").read_bytes()
-    data = (path / TRAJECTORY_FILE).read_bytes()
-    seal = json.loads((path / "seal.json").read_bytes())
-    genesis = sha256_digest(record)
+    parts = AttemptParts.of(path.read_bytes(), str(path))
+    assert parts.seal is not None, f"{path} is open"
+    seal = json.loads(parts.seal)
+    data = b"".join(parts.events)
+    genesis = sha256_digest(parts.record)
     facts = verify_chain(data, genesis=genesis, where=str(path), allow_torn_tail=seal["recovered"])
     chain = seal["trajectory"]
     assert (facts.head, facts.count, facts.bytes) == (
@@ -195,6 +197,9 @@ def read_attempt(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         chain["bytes"],
     )
     assert seal["attempt_record"] == genesis
+    assert json.loads(parts.record)["attribution"]["spec_fingerprint"] == sha256_digest(
+        parts.spec[:-1]
+    )
     events = [json.loads(line) for line in data[: facts.bytes].splitlines()]
     assert [event["seq"] for event in events] == list(range(len(events)))
     return seal, events

@@ -173,8 +173,8 @@ class Run:
         assert evidence is not None
         verify_run_evidence(evidence, self.suite, self.source, self.store)
 
-    def attempt_dir(self, position: int, number: int = 1) -> Path:
-        return self.store.root / "tasks" / f"{position:06d}" / "attempts" / f"{number:03d}"
+    def attempt_file(self, position: int, number: int = 1) -> Path:
+        return self.store.attempt_file(position, number)
 
     def copy_to(self, root: Path) -> Run:
         """A copy of the whole store tree at ``root`` (the evidence is path-free)."""

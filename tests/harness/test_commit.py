@@ -1,4 +1,4 @@
-"""Group commit: one batch synced at a time, every submitted seal committed."""
+"""Group commit: one batch synced at a time, every submitted seal appended once."""
 
 from __future__ import annotations
 
@@ -12,15 +12,24 @@ from xaytune.harness._attempt import PendingSeal
 from xaytune.harness._commit import GroupCommit
 
 
+def _body(i: int) -> bytes:
+    return b'{"spec":%d}\n{"record":%d}\n{"prev":"sha256:0","seq":0}\n' % (i, i)
+
+
+def _seal(i: int) -> bytes:
+    return b'{"attempt":1,"seal":%d}\n' % i
+
+
 def _pending(root: Path, i: int) -> PendingSeal:
-    staged = root / f".seal-{i}.staged"
-    staged.write_bytes(b"seal\n")
-    return PendingSeal(staged=str(staged), final=str(root / f"seal-{i}.json"), digest=str(i))
+    path = root / f"{i:03d}.jsonl"
+    path.write_bytes(_body(i))  # an open attempt: its seal line is still to come
+    return PendingSeal(path=str(path), line=_seal(i), digest=str(i))
 
 
 def test_batches_are_committed_one_at_a_time_and_all_seals_land(tmp_path, monkeypatch):
     running = 0
     overlaps = []
+    sealed = []  # how many attempts were sealed at each sync
     lock = threading.Lock()
 
     def slow_sync() -> None:
@@ -28,6 +37,9 @@ def test_batches_are_committed_one_at_a_time_and_all_seals_land(tmp_path, monkey
         with lock:
             running += 1
             overlaps.append(running)
+            sealed.append(
+                sum(p.stat().st_size > len(_body(int(p.stem))) for p in tmp_path.glob("*.jsonl"))
+            )
         time.sleep(0.01)
         with lock:
             running -= 1
@@ -48,7 +60,12 @@ def test_batches_are_committed_one_at_a_time_and_all_seals_land(tmp_path, monkey
     committer = asyncio.run(main())
     assert max(overlaps) == 1  # never two syncs at once
     assert 50 / 8 <= committer.batches < 50
-    assert sorted(p.name for p in tmp_path.glob("seal-*.json")) == sorted(
-        f"seal-{i}.json" for i in range(50)
-    )
-    assert not list(tmp_path.glob(".seal-*"))
+    # two syncs a batch, its seal lines appended between them and at no other time
+    assert len(sealed) == 2 * committer.batches
+    before, after = sealed[0::2], sealed[1::2]
+    assert before == [0, *after[:-1]] and all(b < a for b, a in zip(before, after, strict=True))
+    assert after[-1] == 50
+    # every attempt is sealed, once: its seal line appended after its bytes, nothing else
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{i:03d}.jsonl" for i in range(50)]
+    for i in range(50):
+        assert (tmp_path / f"{i:03d}.jsonl").read_bytes() == _body(i) + _seal(i)

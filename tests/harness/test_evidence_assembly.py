@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 import xaytune.harness.evidence as evidence_module
 from xaytune.core.errors import EvidenceError
 from xaytune.harness import HarnessRunner, Toolbox
-from xaytune.harness.store import SEAL_FILE
-from xaytune.harness.trajectory import TRAJECTORY_FILE
+from xaytune.harness.attempt_file import AttemptParts
 from xaytune.models.simulated import SimulatedModel
 
 TOOLS = frozenset({"calculator"})
@@ -63,8 +63,10 @@ def test_assemble_calls_the_one_verification(verified_run, monkeypatch):
 
 
 def test_assemble_refuses_what_verification_refuses(verified_run):
-    path = verified_run.attempt_dir(4) / TRAJECTORY_FILE
-    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:-1]))
+    path = verified_run.attempt_file(4)
+    parts = AttemptParts.of(path.read_bytes(), str(path))
+    assert parts.seal is not None and parts.events
+    path.write_bytes(replace(parts, events=parts.events[:-1]).join())
     refused(verified_run.assemble, "chain-head-mismatch")
 
 
@@ -78,10 +80,12 @@ def test_task_whose_only_attempt_is_partial_has_no_attested_result(partial_run, 
     # The spend so far is kept, not zeroed: one model call and its tool call ran.
     assert attempt.spend.model_calls == 1 and attempt.spend.tool_calls == 1
     assert attempt.spend.total_tokens > 0
-    seal = json.loads((partial_run.attempt_dir(partial_position) / SEAL_FILE).read_bytes())
+    path = partial_run.attempt_file(partial_position)
+    parts = AttemptParts.of(path.read_bytes(), str(path))
+    assert parts.seal is not None and not parts.tail
+    seal = json.loads(parts.seal)
     assert seal["status"] == "partial" and seal["spend"] == attempt.spend.model_dump()
-    events = (partial_run.attempt_dir(partial_position) / TRAJECTORY_FILE).read_bytes()
-    kinds = [json.loads(line)["type"] for line in events.splitlines()]
+    kinds = [json.loads(line)["type"] for line in parts.events]
     assert kinds[-2:] == ["crashed", "end"]
     others = [e for i, e in enumerate(evidence.entries) if i != partial_position]
     assert all(e.status == "attested" for e in others)

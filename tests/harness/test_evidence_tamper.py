@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from xaytune.core.errors import EvidenceError
+from xaytune.harness.attempt_file import AttemptParts
 from xaytune.harness.evidence import EvidenceEntry, HarnessRunEvidence
 from xaytune.harness.publish import load_published, publish_evidence
-from xaytune.harness.store import SEAL_FILE
-from xaytune.harness.trajectory import TRAJECTORY_FILE
 
 POSITION = 5
 
@@ -39,16 +39,20 @@ def untouched(verified_copies):
     verified_copies().verify()
 
 
-def trajectory(run, position: int = POSITION, number: int = 1) -> Path:
-    return run.attempt_dir(position, number) / TRAJECTORY_FILE
+def parts_of(path: Path) -> AttemptParts:
+    return AttemptParts.of(path.read_bytes(), str(path))
 
 
-def read_lines(path: Path) -> list[bytes]:
-    return path.read_bytes().splitlines(keepends=True)
+def read_events(path: Path) -> list[bytes]:
+    """The event lines of a sealed attempt file (each with its newline)."""
+    parts = parts_of(path)
+    assert parts.seal is not None and not parts.tail
+    return list(parts.events)
 
 
-def write_lines(path: Path, lines: list[bytes]) -> None:
-    path.write_bytes(b"".join(lines))
+def write_events(path: Path, events: list[bytes]) -> None:
+    """Rewrite the attempt file with ``events`` between its record and its seal."""
+    path.write_bytes(replace(parts_of(path), events=tuple(events)).join())
 
 
 def flip_byte(line: bytes, index: int | None = None) -> bytes:
@@ -69,22 +73,22 @@ def reseal(evidence: HarnessRunEvidence, **update) -> HarnessRunEvidence:
 
 @pytest.mark.usefixtures("untouched")
 def test_flipped_byte_in_a_middle_event_breaks_the_chain(verified_run):
-    path = trajectory(verified_run)
-    lines = read_lines(path)
+    path = verified_run.attempt_file(POSITION)
+    lines = read_events(path)
     middle = len(lines) // 2
     assert 0 < middle < len(lines) - 1
     lines[middle] = flip_byte(lines[middle])
-    write_lines(path, lines)
+    write_events(path, lines)
     error = refused(verified_run.verify, "chain-broken")
     assert f"event {middle + 1}" in str(error)
 
 
 @pytest.mark.usefixtures("untouched")
 def test_flipped_byte_in_the_last_event_mismatches_the_sealed_head(verified_run):
-    path = trajectory(verified_run)
-    lines = read_lines(path)
+    path = verified_run.attempt_file(POSITION)
+    lines = read_events(path)
     lines[-1] = flip_byte(lines[-1])
-    write_lines(path, lines)
+    write_events(path, lines)
     refused(verified_run.verify, "chain-head-mismatch")
 
 
@@ -92,10 +96,10 @@ def test_flipped_byte_in_the_last_event_mismatches_the_sealed_head(verified_run)
 @pytest.mark.parametrize("where", ["first", "last"])
 def test_flipped_structural_byte_in_the_last_event_mismatches_the_sealed_head(verified_run, where):
     """A flip that also breaks the last line's JSON is still an edit against the seal."""
-    path = trajectory(verified_run)
-    lines = read_lines(path)
+    path = verified_run.attempt_file(POSITION)
+    lines = read_events(path)
     lines[-1] = flip_byte(lines[-1], 0 if where == "first" else len(lines[-1]) - 2)
-    write_lines(path, lines)
+    write_events(path, lines)
     # Flipping the first byte also breaks the line's own prefix: chain-broken names
     # the event that no longer follows; flipping the closing brace only breaks JSON.
     refused(verified_run.verify, "chain-broken" if where == "first" else "chain-head-mismatch")
@@ -107,37 +111,39 @@ def test_flipped_structural_byte_in_the_last_event_mismatches_the_sealed_head(ve
 )
 def test_flipped_high_bit_is_refused_not_crashed(verified_run, line, reason):
     """A flip that makes a line invalid UTF-8 is a refusal, not a UnicodeDecodeError."""
-    path = trajectory(verified_run)
-    lines = read_lines(path)
+    path = verified_run.attempt_file(POSITION)
+    lines = read_events(path)
     index = len(lines) // 2 if line == "middle" else -1
     raw = bytearray(lines[index])
     raw[len(raw) // 2] ^= 0x80
     lines[index] = bytes(raw)
-    write_lines(path, lines)
+    write_events(path, lines)
     refused(verified_run.verify, reason)
 
 
 @pytest.mark.usefixtures("untouched")
 def test_dropped_last_line_mismatches_the_sealed_head(verified_run):
-    path = trajectory(verified_run)
-    write_lines(path, read_lines(path)[:-1])
+    path = verified_run.attempt_file(POSITION)
+    write_events(path, read_events(path)[:-1])
     refused(verified_run.verify, "chain-head-mismatch")
 
 
 @pytest.mark.usefixtures("untouched")
 def test_swapped_events_break_the_chain(verified_run):
-    path = trajectory(verified_run)
-    lines = read_lines(path)
+    path = verified_run.attempt_file(POSITION)
+    lines = read_events(path)
     lines[2], lines[3] = lines[3], lines[2]
-    write_lines(path, lines)
+    write_events(path, lines)
     refused(verified_run.verify, "chain-broken")
 
 
 @pytest.mark.usefixtures("untouched")
 def test_appended_fragment_on_a_sealed_attempt_is_torn(verified_run):
     """A torn last line is tolerated only for recovered attempts (see test_resume)."""
-    path = trajectory(verified_run)
-    path.write_bytes(path.read_bytes() + b'{"prev":"sha256:00')
+    path = verified_run.attempt_file(POSITION)
+    parts = parts_of(path)
+    assert parts.seal is not None and not parts.tail
+    path.write_bytes(replace(parts, tail=b'{"prev":"sha256:00').join())
     refused(verified_run.verify, "trajectory-torn")
 
 
@@ -145,8 +151,8 @@ def test_appended_fragment_on_a_sealed_attempt_is_torn(verified_run):
 
 
 @pytest.mark.usefixtures("untouched")
-def test_deleted_attempt_directory_is_missing(verified_run):
-    shutil.rmtree(verified_run.attempt_dir(POSITION))
+def test_deleted_attempt_file_is_missing(verified_run):
+    verified_run.attempt_file(POSITION).unlink()
     error = refused(verified_run.verify, "attempt-missing")
     assert verified_run.evidence.entries[POSITION].task_id in str(error)
 
@@ -155,13 +161,13 @@ def test_deleted_attempt_directory_is_missing(verified_run):
 @pytest.mark.parametrize("other", ["other-seed", "other-harness"])
 def test_attempt_copied_in_from_another_run(verified_run, foreign_runs, other):
     foreign = foreign_runs[other]
-    shutil.copytree(foreign.attempt_dir(POSITION), verified_run.attempt_dir(POSITION, 2))
+    shutil.copyfile(foreign.attempt_file(POSITION), verified_run.attempt_file(POSITION, 2))
     # Without re-assembly the evidence no longer lists everything the store holds.
     refused(verified_run.verify, "attempt-omitted")
     # Re-assembled, the stranger is refused for what it is an attempt of.
     error = refused(verified_run.assemble, "attribution-mismatch")
     assert "attempt 002" in str(error)
-    shutil.rmtree(verified_run.attempt_dir(POSITION, 2))
+    verified_run.attempt_file(POSITION, 2).unlink()
     verified_run.verify()
 
 
@@ -169,10 +175,11 @@ def test_attempt_copied_in_from_another_run(verified_run, foreign_runs, other):
 def test_partial_seal_edited_to_complete_is_a_false_complete(partial_run, partial_position):
     entry = partial_run.evidence.entries[partial_position]
     assert entry.status == "no-attested-result"
-    seal = partial_run.attempt_dir(partial_position) / SEAL_FILE
-    raw = seal.read_bytes()
-    assert b'"status":"partial"' in raw
-    seal.write_bytes(raw.replace(b'"status":"partial"', b'"status":"complete"'))
+    path = partial_run.attempt_file(partial_position)
+    parts = parts_of(path)
+    assert parts.seal is not None and b'"status":"partial"' in parts.seal
+    edited = parts.seal.replace(b'"status":"partial"', b'"status":"complete"')
+    path.write_bytes(replace(parts, seal=edited).join())
     refused(partial_run.verify, "false-complete")
     refused(partial_run.assemble, "false-complete")
 
@@ -181,26 +188,34 @@ def test_partial_seal_edited_to_complete_is_a_false_complete(partial_run, partia
 def test_partial_seal_edited_to_complete_with_an_outcome_is_a_false_complete(
     partial_run, partial_position
 ):
-    seal = partial_run.attempt_dir(partial_position) / SEAL_FILE
-    data = json.loads(seal.read_bytes())
+    path = partial_run.attempt_file(partial_position)
+    parts = parts_of(path)
+    assert parts.seal is not None
+    data = json.loads(parts.seal)
     data.update(status="complete", outcome={"terminal": "answer", "answer": "7", "detail": None})
-    seal.write_bytes(json.dumps(data, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+    edited = json.dumps(data, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+    path.write_bytes(replace(parts, seal=edited).join())
     refused(partial_run.verify, "false-complete")
 
 
 @pytest.mark.usefixtures("untouched")
 def test_changed_seed_in_attempt_record_is_an_attribution_mismatch(verified_run):
-    record = verified_run.attempt_dir(POSITION) / "attempt.json"
-    raw = record.read_bytes()
-    assert raw.count(b'"seed":101') == 2  # attribution and the model's parameters
-    record.write_bytes(raw.replace(b'"seed":101,"spec', b'"seed":102,"spec'))
+    path = verified_run.attempt_file(POSITION)
+    parts = parts_of(path)
+    assert parts.record.count(b'"seed":101') == 2  # attribution and the model's parameters
+    assert parts.record.count(b'"seed":101,"spec') == 1
+    edited = parts.record.replace(b'"seed":101,"spec', b'"seed":102,"spec')
+    path.write_bytes(replace(parts, record=edited).join())
     error = refused(verified_run.verify, "attribution-mismatch")
     assert "seed" in str(error)
 
 
 @pytest.mark.usefixtures("untouched")
 def test_attempt_left_open_is_refused(verified_run):
-    (verified_run.attempt_dir(POSITION) / SEAL_FILE).unlink()
+    path = verified_run.attempt_file(POSITION)
+    parts = parts_of(path)
+    assert parts.seal is not None
+    path.write_bytes(replace(parts, seal=None).join())
     refused(verified_run.verify, "open-attempt")
     refused(verified_run.assemble, "open-attempt")
 
@@ -216,9 +231,10 @@ def test_quarantined_attempt_is_refused(verified_run):
 @pytest.mark.usefixtures("untouched")
 def test_quarantine_interrupted_before_its_reason_is_still_refused(verified_run):
     target = verified_run.store.quarantine(POSITION, 1, reason="operator")
-    (target / "quarantine.json").unlink()  # a crash between the move and the reason
+    reason = target.with_name(f"{POSITION:06d}-001.reason.json")
+    reason.unlink()  # a crash between the move and the reason
     error = refused(verified_run.verify, "quarantined-attempt")
-    assert "quarantine.json" in str(error)
+    assert reason.name in str(error)
 
 
 # -- the evidence object ------------------------------------------------------------

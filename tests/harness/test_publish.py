@@ -10,6 +10,7 @@ import pytest
 
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import EvidenceError
+from xaytune.harness.attempt_file import AttemptParts
 from xaytune.harness.evidence import HarnessRunEvidence
 from xaytune.harness.publish import (
     PREDICATE_TYPE,
@@ -91,15 +92,20 @@ def test_every_subject_digest_is_its_bytes(verified_run, partial_run):
         contents = dict(statement["predicate"])
         del contents["digest"]
         assert head["digest"]["sha256"] == hashlib.sha256(canonical_bytes(contents)).hexdigest()
+        # Every other subject is a line of an attempt file: its record or its seal.
         for item in files:
-            path = run.store.root / item["name"]
+            name, _, part = item["name"].partition("#")
+            path = run.store.root / name
             assert path.is_file(), item["name"]
-            assert hashlib.sha256(path.read_bytes()).hexdigest() == item["digest"]["sha256"]
+            parts = AttemptParts.of(path.read_bytes(), str(path))
+            assert parts.seal is not None, item["name"]
+            line = {"record": parts.record, "seal": parts.seal}[part]
+            assert hashlib.sha256(line).hexdigest() == item["digest"]["sha256"]
         expected = {
-            f"tasks/{e.position:06d}/attempts/{a.attempt:03d}/{name}"
+            f"tasks/{e.position:06d}/{a.attempt:03d}.jsonl#{part}"
             for e in evidence.entries
             for a in e.attempts
-            for name in ("attempt.json", "seal.json")
+            for part in ("record", "seal")
         }
         assert {item["name"] for item in files} == expected
 

@@ -8,10 +8,11 @@ from dataclasses import replace
 
 import pytest
 
+from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import EvidenceError
 from xaytune.harness import HarnessRunner, Toolbox
-from xaytune.harness.store import ATTEMPT_FILE, SEAL_FILE, HarnessEvidenceStore
-from xaytune.harness.trajectory import TRAJECTORY_FILE
+from xaytune.harness.attempt_file import AttemptParts
+from xaytune.harness.store import HarnessEvidenceStore
 from xaytune.models._protocol import ModelIdentity, ModelReply, ModelRequest
 from xaytune.models.simulated import SimulatedModel
 
@@ -67,8 +68,15 @@ class TrippingModel(CountingModel):
         return await self.inner.complete(request)
 
 
+def parts_of(run, position: int, number: int = 1) -> AttemptParts:
+    path = run.attempt_file(position, number)
+    return AttemptParts.of(path.read_bytes(), str(path))
+
+
 def seal_of(run, position: int, number: int = 1) -> dict:
-    return json.loads((run.attempt_dir(position, number) / SEAL_FILE).read_bytes())
+    seal = parts_of(run, position, number).seal
+    assert seal is not None, f"attempt {position:06d}/{number:03d} is open"
+    return json.loads(seal)
 
 
 def numbers(run, position: int) -> list[int]:
@@ -124,14 +132,14 @@ def test_interrupted_run_resumes_without_overwriting(empty_run):
     for position in in_flight:
         seal = seal_of(run, position)
         assert (seal["status"], seal["outcome"], seal["recovered"]) == ("partial", None, False)
-        events = (run.attempt_dir(position) / TRAJECTORY_FILE).read_bytes().splitlines()
+        events = parts_of(run, position).events
         assert [json.loads(e)["type"] for e in events][-2:] == ["interrupted", "end"]
     # The task that tripped the model had spent one model call (and its tool call).
     spends = [seal_of(run, p)["spend"] for p in in_flight]
     assert {"model_calls": 1, "tool_calls": 1} in [
         {k: s[k] for k in ("model_calls", "tool_calls")} for s in spends
     ]
-    partial_bytes = {p: run.attempt_dir(p).joinpath(SEAL_FILE).read_bytes() for p in in_flight}
+    partial_bytes = {p: run.attempt_file(p).read_bytes() for p in in_flight}
 
     counting = CountingModel(SimulatedModel(seed=101))
     runs = run.execute(counting, resume=True, concurrency=CONCURRENCY)
@@ -143,7 +151,7 @@ def test_interrupted_run_resumes_without_overwriting(empty_run):
     assert counting.total == sum(a.spend.model_calls for r in runs for a in r.attempts)
     for position in in_flight:
         assert numbers(run, position) == [1, 2]
-        assert run.attempt_dir(position).joinpath(SEAL_FILE).read_bytes() == partial_bytes[position]
+        assert run.attempt_file(position).read_bytes() == partial_bytes[position]
         assert seal_of(run, position, 2)["status"] == "complete"
     for position in never_started:
         assert numbers(run, position) == [1]
@@ -169,21 +177,29 @@ def test_interrupted_run_resumes_without_overwriting(empty_run):
 
 
 def _kill_before_seal(run, position: int, *, torn: bytes = b"") -> dict:
-    """Mimic SIGKILL before sealing: no seal, no end event; return the old seal."""
-    attempt = run.attempt_dir(position)
-    seal = json.loads((attempt / SEAL_FILE).read_bytes())
-    (attempt / SEAL_FILE).unlink()
-    path = attempt / TRAJECTORY_FILE
-    lines = path.read_bytes().splitlines(keepends=True)
-    assert json.loads(lines[-1])["type"] == "end"
-    path.write_bytes(b"".join(lines[:-1]) + torn)
+    """Mimic SIGKILL before sealing: no seal line, no end event, ``torn`` left
+    unterminated at the end of the attempt file; return the old seal."""
+    path = run.attempt_file(position)
+    parts = AttemptParts.of(path.read_bytes(), str(path))
+    assert parts.seal is not None and parts.tail == b""
+    seal = json.loads(parts.seal)
+    assert json.loads(parts.events[-1])["type"] == "end"
+    path.write_bytes(replace(parts, events=parts.events[:-1], seal=None, tail=torn).join())
     return seal
+
+
+def _unseal(run, position: int) -> None:
+    """Mimic SIGKILL between the end event and the seal: the seal line is not there."""
+    parts = parts_of(run, position)
+    assert parts.seal is not None
+    run.attempt_file(position).write_bytes(replace(parts, seal=None).join())
 
 
 @pytest.mark.parametrize("torn", [b"", b'{"prev":"sha256:0f3a","seq":'])
 def test_open_attempt_left_by_a_crash_is_recovered_partial(verified_run, torn):
     run, position = verified_run, 6
     old_seal = _kill_before_seal(run, position, torn=torn)
+    killed = run.attempt_file(position).read_bytes()
     with pytest.raises(EvidenceError) as caught:
         run.verify()
     assert caught.value.reason == "open-attempt"
@@ -199,9 +215,14 @@ def test_open_attempt_left_by_a_crash_is_recovered_partial(verified_run, torn):
     # The spend is what its whole events record: all of it, as the lost seal had it.
     assert recovered["spend"] == old_seal["spend"]
     assert recovered["trajectory"]["events"] == old_seal["trajectory"]["events"] - 1
-    data = (run.attempt_dir(position) / TRAJECTORY_FILE).read_bytes()
-    assert data.endswith(torn)  # left in place, outside the sealed bytes
-    assert recovered["trajectory"]["bytes"] == len(data) - len(torn)
+    # Nothing was rewritten: the fragment is terminated and left in place, outside
+    # the sealed bytes, and the seal is appended after it.
+    parts = parts_of(run, position)
+    terminator = b"\n" if torn else b""
+    assert parts.join() == killed + terminator + parts.seal
+    data = b"".join(parts.events)
+    assert data.endswith(torn + terminator)
+    assert recovered["trajectory"]["bytes"] == len(data) - len(torn + terminator)
     assert numbers(run, position) == [1, 2]
     assert seal_of(run, position, 2)["status"] == "complete"
 
@@ -217,24 +238,41 @@ def test_open_attempt_left_by_a_crash_is_recovered_partial(verified_run, torn):
 
 def test_torn_tail_is_tolerated_only_for_recovered_attempts(verified_run):
     run, position = verified_run, 6
-    _kill_before_seal(run, position, torn=b'{"prev":"sha256:0f')
+    fragment = b'{"prev":"sha256:0f'
+    _kill_before_seal(run, position, torn=fragment)
     run.execute(CountingModel(SimulatedModel(seed=101)), resume=True)
     evidence = run.assemble()
-    seal_path = run.attempt_dir(position) / SEAL_FILE
+    path = run.attempt_file(position)
     # Claiming the recovered seal was a normal one does not tolerate the fragment.
-    raw = seal_path.read_bytes()
-    seal_path.write_bytes(raw.replace(b'"recovered":true', b'"recovered":false'))
+    raw = path.read_bytes()
+    parts = AttemptParts.of(raw, str(path))
+    assert parts.events[-1] == fragment + b"\n"
+    claimed = parts.seal.replace(b'"recovered":true', b'"recovered":false')
+    assert claimed != parts.seal
+    path.write_bytes(replace(parts, seal=claimed).join())
     with pytest.raises(EvidenceError) as caught:
         run.verify(evidence)
-    assert caught.value.reason == "trajectory-torn"
-    seal_path.write_bytes(raw)
+    # The fragment's line is then read as an event of the chain, and does not follow.
+    assert caught.value.reason == "chain-broken"
+    assert str(path) in str(caught.value)
+    path.write_bytes(raw)
     run.verify(evidence)
-    # A fragment appended to a normally sealed attempt is refused.
-    other = run.attempt_dir(position + 1) / TRAJECTORY_FILE
-    other.write_bytes(other.read_bytes() + b'{"prev":"sha256:0f')
+    # A fragment added to a normally sealed attempt is refused: before its seal it is
+    # a line of the chain that does not follow; after its seal, a torn tail.
+    other_path = run.attempt_file(position + 1)
+    other_raw = other_path.read_bytes()
+    other = AttemptParts.of(other_raw, str(other_path))
+    assert json.loads(other.seal)["recovered"] is False
+    torn = replace(other, events=(*other.events, fragment + b"\n"))
+    other_path.write_bytes(torn.join())
+    with pytest.raises(EvidenceError) as caught:
+        run.verify(evidence)
+    assert caught.value.reason == "chain-broken"
+    other_path.write_bytes(other_raw + fragment)
     with pytest.raises(EvidenceError) as caught:
         run.verify(evidence)
     assert caught.value.reason == "trajectory-torn"
+    assert str(other_path) in str(caught.value)
 
 
 def test_recovered_seal_cannot_claim_a_complete_outcome(verified_run):
@@ -242,10 +280,12 @@ def test_recovered_seal_cannot_claim_a_complete_outcome(verified_run):
     _kill_before_seal(run, position)
     run.execute(CountingModel(SimulatedModel(seed=101)), resume=True)
     evidence = run.assemble()
-    seal_path = run.attempt_dir(position) / SEAL_FILE
-    seal = json.loads(seal_path.read_bytes())
+    parts = parts_of(run, position)
+    seal = json.loads(parts.seal)
+    assert seal["recovered"] is True
     seal.update(status="complete", outcome={"terminal": "answer", "answer": "1", "detail": None})
-    seal_path.write_bytes(json.dumps(seal, sort_keys=True, separators=(",", ":")).encode())
+    claimed = replace(parts, seal=canonical_bytes(seal) + b"\n")
+    run.attempt_file(position).write_bytes(claimed.join())
     with pytest.raises(EvidenceError) as caught:
         run.verify(evidence)
     assert caught.value.reason == "false-complete"
@@ -258,10 +298,10 @@ def test_attempt_that_ended_but_was_never_sealed_is_recovered_partial_and_rerun(
     and runs the task again as attempt 002; the evidence lists both and verifies.
     """
     run, position = verified_run, 6
-    (run.attempt_dir(position) / SEAL_FILE).unlink()
+    _unseal(run, position)
     counting = CountingModel(SimulatedModel(seed=101))
     run.execute(counting, resume=True)
-    seal = json.loads((run.attempt_dir(position) / SEAL_FILE).read_bytes())
+    seal = seal_of(run, position)
     assert (seal["status"], seal["outcome"], seal["recovered"]) == ("partial", None, True)
     assert seal["spend"]["model_calls"] >= 1
     assert numbers(run, position) == [1, 2]
@@ -271,13 +311,13 @@ def test_attempt_that_ended_but_was_never_sealed_is_recovered_partial_and_rerun(
     assert entry.attempts[0].recovered and entry.attempts[0].spend.model_calls >= 1
 
 
-def test_empty_claim_left_by_a_crash_is_removed_on_resume(verified_run):
+@pytest.mark.parametrize("recorded", ["nothing", "half-written"])
+def test_empty_claim_left_by_a_crash_is_removed_on_resume(verified_run, recorded):
     run, position = verified_run, 6
-    (run.attempt_dir(position) / SEAL_FILE).unlink()
-    (run.attempt_dir(position) / TRAJECTORY_FILE).unlink()
-    (run.attempt_dir(position) / ATTEMPT_FILE).unlink()
-    run.attempt_dir(position).rmdir()
-    run.attempt_dir(position, 1).mkdir()  # claimed, nothing recorded
+    parts = parts_of(run, position)
+    # Claimed, then killed before the spec and record lines were whole: nothing recorded.
+    left = b"" if recorded == "nothing" else parts.spec + parts.record[: len(parts.record) // 2]
+    run.attempt_file(position).write_bytes(left)
     counting = CountingModel(SimulatedModel(seed=101))
     run.execute(counting, resume=True)
     assert set(counting.calls) == {run.question(position)}

@@ -13,7 +13,7 @@ from _fixtures_run import (
     SCRIPTED,
     Bench,
     ScriptedModel,
-    attempt_dirs,
+    attempt_files,
     calc,
     call,
     loop_forever,
@@ -24,6 +24,7 @@ from _fixtures_run import (
 
 from xaytune.core.errors import ExecutionError
 from xaytune.harness import Harness, HarnessCompilationContext, HarnessCompiler, HarnessRunner
+from xaytune.harness.attempt_file import AttemptParts
 from xaytune.harness.evidence import assemble_evidence
 from xaytune.harness.toolbox import Toolbox, ToolError
 from xaytune.models import (
@@ -106,7 +107,7 @@ def test_answer(bench: Bench) -> None:
     assert kinds(events) == ["start", "model_reply", "tool_result", "model_reply", "end"]
     assert events[0]["v"]["task_id"] == bench.assignment.task_ids[0]
     assert events[2]["v"]["ok"] is True and events[2]["v"]["content"] == "5"
-    assert result.path == Path(bench.store.task_output(0)) / "attempts" / "001"
+    assert result.path == Path(bench.store.task_output(0)) / "001.jsonl"
 
 
 def test_answer_without_marker_is_an_answer_with_none(bench: Bench) -> None:
@@ -289,7 +290,7 @@ def test_interruption_seals_partial_and_propagates(bench: Bench) -> None:
             await task
 
     asyncio.run(main())
-    [path] = attempt_dirs(bench.store.root)  # an interruption is never retried
+    [path] = attempt_files(bench.store.root)  # an interruption is never retried
     seal, events = read_attempt(path)
     assert seal["status"] == "partial" and seal["outcome"] is None
     assert seal["recovered"] is False
@@ -317,7 +318,7 @@ def test_crash_seals_partial_and_a_second_attempt_is_made(bench: Bench) -> None:
     assert first.spend.turns == 1 and first.spend.tool_calls == 1  # spend so far kept
     assert (second.attempt, second.status) == (2, "complete")
     assert second.outcome.answer == "2"
-    assert [p.name for p in attempt_dirs(bench.store.root)] == ["001", "002"]
+    assert [p.name for p in attempt_files(bench.store.root)] == ["001.jsonl", "002.jsonl"]
     seal, events = read_attempt(first.path)
     assert seal["status"] == "partial"
     assert events[-2]["type"] == "crashed"
@@ -522,7 +523,7 @@ def test_run_time_refusals(bench: Bench) -> None:
     with pytest.raises(ExecutionError) as caught:
         HarnessRunner(durability="sometimes")
     assert caught.value.reason == "bad-durability"
-    assert attempt_dirs(bench.store.root) == []  # nothing was claimed
+    assert attempt_files(bench.store.root) == []  # nothing was claimed
 
 
 def test_a_bound_spec_needs_an_output(bench: Bench) -> None:
@@ -552,7 +553,7 @@ def test_a_pinned_model_runs(bench: Bench) -> None:
         authorized_tools=TOOLS,
     )
     assert result.outcome.answer == "1"
-    record = json.loads((result.path / "attempt.json").read_bytes())
+    record = json.loads(AttemptParts.of(result.path.read_bytes(), str(result.path)).record)
     assert record["model"] == SCRIPTED.model_dump(mode="json")
     assert record["attribution"]["spec_fingerprint"] == spec.fingerprint
 
@@ -574,11 +575,11 @@ def test_an_unbound_spec_runs_in_memory(bench: Bench) -> None:
 
 def test_a_rerun_adds_an_attempt_and_overwrites_nothing(bench: Bench) -> None:
     first = run(bench, CALC, ScriptedModel([reply("ANSWER: 1")]))
-    before = {p.name: p.read_bytes() for p in first.path.iterdir()}
+    before = first.path.read_bytes()
     second = run(bench, CALC, ScriptedModel([reply("ANSWER: 2")]))
     assert (first.attempt, second.attempt) == (1, 2)
-    assert {p.name: p.read_bytes() for p in first.path.iterdir()} == before
-    assert second.path.name == "002"
+    assert first.path.read_bytes() == before
+    assert second.path.name == "002.jsonl" and second.path.parent == first.path.parent
 
 
 # -- many tasks ---------------------------------------------------------------------
@@ -650,7 +651,7 @@ def test_run_many_resume_skips_completed_tasks(bench: Bench) -> None:
     asyncio.run(runner.run_many(specs, model=SimulatedModel(seed=1), **kwargs))
     again = asyncio.run(runner.run_many(specs, model=ScriptedModel(), resume=True, **kwargs))
     assert all(r.skipped and r.attempts == () for r in again)
-    assert len(attempt_dirs(bench.store.root)) == len(specs)
+    assert len(attempt_files(bench.store.root)) == len(specs)
     evidence = assemble_evidence(
         specs, bench.suite, bench.sampling, bench.assignment, bench.source, bench.store
     )
@@ -679,8 +680,8 @@ def test_run_many_cancelled_seals_every_in_flight_attempt_partial(source, tmp_pa
             await many
 
     asyncio.run(main())
-    dirs = attempt_dirs(bench.store.root)
-    assert len(dirs) == 4  # the two waiting tasks never claimed an attempt
-    for path in dirs:
+    files = attempt_files(bench.store.root)
+    assert len(files) == 4  # the two waiting tasks never claimed an attempt
+    for path in files:
         seal, events = read_attempt(path)
         assert seal["status"] == "partial" and events[-2]["type"] == "interrupted"

@@ -23,6 +23,7 @@ from xaytune.harness import (
     Toolbox,
     TrajectoryRecordingSpec,
 )
+from xaytune.harness.attempt_file import AttemptParts, split_attempt
 from xaytune.harness.trajectory import WRITER, verify_chain
 from xaytune.models import SimulatedModel
 from xaytune.suites import build_suite
@@ -83,17 +84,26 @@ def test_running_one_replicate_as_written(tmp_path: _RealPath) -> None:
     # -- what it left behind ----------------------------------------------------------
     assert store.root == tmp_path / "runs" / "candidate-a" / "seed-101"
     assert len(specs) == 20 and len({s.fingerprint for s in specs}) == 20
-    seals = sorted(store.root.glob("tasks/*/attempts/*/seal.json"))
-    assert len(seals) == 20
+    paths = sorted(store.root.glob("tasks/*/*"))
+    assert [p.relative_to(store.root / "tasks").as_posix() for p in paths] == [
+        f"{position:06d}/001.jsonl" for position in range(20)
+    ]
     assert store.positions() == list(range(20))
-    for seal_path in seals:
-        attempt = seal_path.parent
-        seal = json.loads(seal_path.read_bytes())
+    for path, spec in zip(paths, specs, strict=True):
+        data = path.read_bytes()
+        parts = AttemptParts.of(data, str(path))
+        assert parts.spec == spec.canonical + b"\n" and parts.tail == b""
+        assert parts.seal is not None
+        seal = json.loads(parts.seal)
         assert seal["status"] == "complete" and seal["recovered"] is False
-        genesis = sha256_digest((attempt / "attempt.json").read_bytes())
+        genesis = sha256_digest(parts.record)
         assert seal["attempt_record"] == genesis
+        record = json.loads(parts.record)
+        assert record["attribution"]["spec_fingerprint"] == spec.fingerprint
+        assert spec.fingerprint == sha256_digest(parts.spec[:-1])
+        layout = split_attempt(data, str(path))
         facts = verify_chain(
-            (attempt / "trajectory.jsonl").read_bytes(), genesis=genesis, where=str(attempt)
+            data, genesis=genesis, where=str(path), start=layout.record_end, end=layout.events_end
         )
         chain = seal["trajectory"]
         assert facts.head == chain["head"]

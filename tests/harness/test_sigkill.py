@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from xaytune.core.canonical import sha256_digest
+from xaytune.core.errors import EvidenceError
+from xaytune.harness.attempt_file import SEAL_PREFIX, AttemptParts, attempt_name, split_attempt
 from xaytune.harness.spec import AgentExecutionSpec
 from xaytune.harness.trajectory import verify_chain
 
@@ -39,6 +42,15 @@ def _wait_for_line(process: subprocess.Popen, expected: str, deadline: float) ->
         selector.close()
 
 
+def _sealed_count(store: Path) -> int:
+    """How many attempt files under ``store`` end with a whole seal line."""
+    count = 0
+    for path in store.glob("tasks/*/*.jsonl"):
+        with contextlib.suppress(EvidenceError):  # claimed, its record not yet written
+            count += split_attempt(path.read_bytes(), str(path)).sealed
+    return count
+
+
 @pytest.mark.slow
 def test_sigkill_leaves_only_sealed_or_open_attempts(tmp_path: Path) -> None:
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
@@ -54,10 +66,7 @@ def test_sigkill_leaves_only_sealed_or_open_attempts(tmp_path: Path) -> None:
         deadline = time.monotonic() + 8.0
         _wait_for_line(process, "started", deadline)
         store = tmp_path / "store"
-        while (
-            len(list(store.glob("tasks/*/attempts/*/seal.json"))) < SEALS_BEFORE_KILL
-            and time.monotonic() < deadline
-        ):
+        while _sealed_count(store) < SEALS_BEFORE_KILL and time.monotonic() < deadline:
             time.sleep(0.01)
         assert process.poll() is None, "the child finished before it could be killed"
         process.send_signal(signal.SIGKILL)
@@ -70,42 +79,67 @@ def test_sigkill_leaves_only_sealed_or_open_attempts(tmp_path: Path) -> None:
         process.stderr.close()
     assert process.returncode == -signal.SIGKILL
 
-    task_dirs = sorted((store / "tasks").iterdir())
-    for task_dir in task_dirs:  # every stored spec is whole and is its fingerprint's
-        if (task_dir / "spec.json").exists():
-            AgentExecutionSpec.model_validate_json((task_dir / "spec.json").read_bytes())
+    # no temporary or staged file anywhere: a seal is a line appended to its attempt
+    assert not [p for p in store.rglob("*") if p.name.startswith(".")]
     sealed, opened, empty = [], [], []
-    for attempt in sorted(store.glob("tasks/*/attempts/*")):
-        names = {path.name for path in attempt.iterdir()}
-        temporaries = {name for name in names if name.startswith(".") and name.endswith(".tmp")}
-        assert names - temporaries <= {"attempt.json", "trajectory.jsonl", "seal.json"}, names
-        assert "seal.json" not in temporaries
-        if "attempt.json" not in names:
-            # killed between claiming the directory and writing its record: nothing
-            # was spent or recorded, and nothing can be sealed
-            assert names - temporaries == set(), names
-            empty.append(attempt)
-            continue
-        record = (attempt / "attempt.json").read_bytes()
-        json.loads(record)  # whole: written aside and renamed
-        genesis = sha256_digest(record)
-        data = (attempt / "trajectory.jsonl").read_bytes() if "trajectory.jsonl" in names else b""
-        if "seal.json" in names:
-            seal = json.loads((attempt / "seal.json").read_bytes())
-            facts = verify_chain(data, genesis=genesis, where=str(attempt))
-            chain = seal["trajectory"]
-            assert (facts.head, facts.count, facts.bytes) == (
-                chain["head"],
-                chain["events"],
-                chain["bytes"],
-            )
-            assert seal["attempt_record"] == genesis
-            assert seal["status"] == "complete" and facts.last_event["type"] == "end"
-            sealed.append(attempt)
-        else:
-            # open: its whole lines chain from its record; a torn last line is left out
-            verify_chain(data, genesis=genesis, where=str(attempt), allow_torn_tail=True)
-            opened.append(attempt)
+    for task_dir in sorted((store / "tasks").iterdir()):
+        names = sorted(path.name for path in task_dir.iterdir())
+        # nothing but attempt files, numbered from 001 (nothing else is ever created)
+        assert names == [attempt_name(n) for n in range(1, len(names) + 1)], names
+        for name in names:
+            attempt = task_dir / name
+            data = attempt.read_bytes()
+            try:
+                layout = split_attempt(data, str(attempt))
+            except EvidenceError as error:
+                # killed between claiming the file and writing its record: nothing
+                # was spent or recorded, and nothing can be sealed
+                assert error.reason == "bad-record"
+                if b"\n" in data:  # its spec line, if whole, is a spec
+                    AgentExecutionSpec.model_validate_json(data[: data.index(b"\n")])
+                empty.append(attempt)
+                continue
+            parts = AttemptParts.of(data, str(attempt))
+            # the spec line is whole and is the fingerprint its record names
+            spec = AgentExecutionSpec.model_validate_json(parts.spec)
+            assert spec.fingerprint == sha256_digest(parts.spec[:-1])
+            record = json.loads(parts.record)  # whole: written before any event
+            assert record["attempt"] == int(name[:3])
+            assert record["attribution"]["spec_fingerprint"] == spec.fingerprint
+            genesis = sha256_digest(parts.record)
+            if layout.sealed:
+                # sealed: the seal line is whole and every byte before it verifies
+                seal = json.loads(parts.seal)
+                facts = verify_chain(
+                    data,
+                    genesis=genesis,
+                    where=str(attempt),
+                    start=layout.record_end,
+                    end=layout.events_end,
+                )
+                chain = seal["trajectory"]
+                assert (facts.head, facts.count, facts.bytes) == (
+                    chain["head"],
+                    chain["events"],
+                    chain["bytes"],
+                )
+                assert seal["attempt_record"] == genesis
+                assert seal["status"] == "complete" and facts.last_event["type"] == "end"
+                assert seal["recovered"] is False
+                sealed.append(attempt)
+            else:
+                # open: no seal line; its whole lines chain from its record, and a
+                # torn last line is left out
+                assert parts.seal is None
+                assert not any(line.startswith(SEAL_PREFIX) for line in parts.events)
+                verify_chain(
+                    data,
+                    genesis=genesis,
+                    where=str(attempt),
+                    start=layout.record_end,
+                    allow_torn_tail=True,
+                )
+                opened.append(attempt)
     assert len(sealed) >= SEALS_BEFORE_KILL
     assert opened or empty, "no attempt was in flight when the child was killed"
     assert len(opened) + len(empty) <= 8  # at most the concurrency limit is in flight
@@ -113,6 +147,7 @@ def test_sigkill_leaves_only_sealed_or_open_attempts(tmp_path: Path) -> None:
 
 def test_resume_after_a_kill_between_end_event_and_seal(tmp_path: Path) -> None:
     import asyncio
+    from dataclasses import replace
 
     from _fixtures_run import Bench, ScriptedModel, make_source, reply
 
@@ -125,7 +160,10 @@ def test_resume_after_a_kill_between_end_event_and_seal(tmp_path: Path) -> None:
     runner = HarnessRunner()
     kwargs = {"toolbox": Toolbox.default(), "authorized_tools": frozenset()}
     first = runner.run(spec, model=ScriptedModel([reply("ANSWER: 1")]), **kwargs)
-    (first.path / "seal.json").unlink()  # the state SIGKILL leaves in that window
+    parts = AttemptParts.of(first.path.read_bytes(), str(first.path))
+    assert parts.seal is not None
+    # the state SIGKILL leaves in that window: the seal line is not there
+    first.path.write_bytes(replace(parts, seal=None).join())
     asyncio.run(
         runner.run_many([spec], model=ScriptedModel([reply("ANSWER: 1")]), resume=True, **kwargs)
     )

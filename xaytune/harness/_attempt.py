@@ -1,78 +1,84 @@
-"""One attempt on disk while it runs: claim, record, trajectory, seal."""
+"""One attempt on disk while it runs: claim, spec and record, events, seal.
+
+See :mod:`xaytune.harness.attempt_file` for the file an attempt writes.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.errors import EvidenceError
+from xaytune.harness._io import durable_dir, write_all
+from xaytune.harness.attempt_file import split_attempt
 from xaytune.harness.spec import AgentExecutionSpec
 from xaytune.harness.store import (
-    ATTEMPT_FILE,
-    SEAL_FILE,
     Outcome,
     Spend,
     StoredAttempt,
-    atomic_write,
     claim_attempt,
-    durable_dir,
-    fsync_file,
     seal_bytes,
-    write_file,
 )
-from xaytune.harness.trajectory import TRAJECTORY_FILE, WRITER, TrajectoryWriter, verify_chain
+from xaytune.harness.trajectory import WRITER, TrajectoryWriter, verify_chain
 
 __all__ = [
-    "SPEC_FILE",
     "AttemptSession",
     "PendingSeal",
+    "attribution_of",
     "record_bytes",
     "recover_open_attempt",
     "spec_bytes",
-    "write_spec",
 ]
-
-SPEC_FILE = "spec.json"
 
 
 def spec_bytes(spec: AgentExecutionSpec) -> bytes:
-    """A spec as stored beside its task's attempts: the bytes its fingerprint covers."""
+    """A spec as an attempt file's first line: the bytes its fingerprint covers."""
     return spec.canonical + b"\n"
 
 
-def write_spec(task_dir: Path | str, spec: AgentExecutionSpec) -> None:
-    """Store the spec a task runs under, once; a different spec there is refused."""
-    path = os.path.join(task_dir, SPEC_FILE)
-    raw = spec_bytes(spec)
-    try:
-        with open(path, "rb") as handle:
-            stored = handle.read()
-    except FileNotFoundError:
-        stored = None
-    if stored is not None:
-        if stored != raw:
+def _check_same_spec(directory: str, number: int, spec_line: bytes) -> None:
+    """Refuse a new attempt of a task whose earlier attempt ran another spec."""
+    for earlier in range(number - 1, 0, -1):
+        path = os.path.join(directory, f"{earlier:03d}.jsonl")
+        try:
+            with open(path, "rb") as handle:
+                first = handle.readline()
+        except FileNotFoundError:
+            continue
+        if first.endswith(b"\n") and first != spec_line:
             raise EvidenceError(
                 "resume-mismatch",
                 f"{path}: the task was run under another spec; use a fresh output directory",
             )
         return
-    try:
-        atomic_write(path, raw, durable=False)
-    except FileNotFoundError:  # the task directory is not there yet
-        os.makedirs(task_dir, exist_ok=True)
-        atomic_write(path, raw, durable=False)
+
+
+def attribution_of(spec: AgentExecutionSpec) -> dict[str, Any]:
+    """The attribution a task-bound spec's attempts record."""
+    binding = spec.binding
+    assert binding is not None
+    return {
+        "suite_digest": binding.suite_digest,
+        "assignment_digest": binding.assignment_digest,
+        "task_id": binding.task_id,
+        "position": binding.position,
+        "seed": binding.seed,
+        "replicate": spec.replicate,
+        "harness_fingerprint": spec.harness_fingerprint,
+        "spec_fingerprint": spec.fingerprint,
+    }
 
 
 def record_bytes(number: int, attribution: dict[str, Any], model: bytes) -> bytes:
-    """``attempt.json``: the canonical record, newline-terminated.
+    """An attempt record line: the canonical record, newline-terminated.
 
     ``model`` is the canonical bytes of the serving identity (computed once per
     model by the runner). The record's keys are written in their canonical (sorted)
-    order around canonical values, so the bytes are ``canonical_bytes(record)``.
+    order around canonical values, so the bytes are ``canonical_bytes(record)``;
+    verification rebuilds them from the facts it expects and compares.
     """
     return b"".join(
         (
@@ -80,7 +86,7 @@ def record_bytes(number: int, attribution: dict[str, Any], model: bytes) -> byte
             canonical_bytes(attribution),
             b',"model":',
             model,
-            b',"schema":"xaytune.attempt/v1","writer":',
+            b',"schema":"xaytune.attempt/v2","writer":',
             _WRITER_JSON,
             b"}\n",
         )
@@ -90,18 +96,30 @@ def record_bytes(number: int, attribution: dict[str, Any], model: bytes) -> byte
 _WRITER_JSON = canonical_bytes(WRITER)
 
 
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+
+
+def _append(path: str, data: bytes, *, durable: bool) -> None:
+    fd = os.open(path, _APPEND)
+    try:
+        write_all(fd, data)
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True, slots=True)
 class PendingSeal:
-    """A seal written aside, not yet in place: the attempt is still open."""
+    """A seal line not yet appended: the attempt is still open."""
 
-    staged: str
-    final: str
+    path: str
+    line: bytes
     digest: str
 
     def commit(self, *, durable: bool) -> None:
-        """Rename the seal into place (and make the rename durable when ``durable``)."""
-        os.replace(self.staged, self.final)
-        durable_dir(os.path.dirname(self.final), durable=durable)
+        """Append the seal line (and make it durable when ``durable``)."""
+        _append(self.path, self.line, durable=durable)
 
 
 class AttemptSession:
@@ -111,41 +129,35 @@ class AttemptSession:
         self.spec = spec
         self.durable = durable
         self.number = 0
-        self.path: Path | None = None
-        self._dir = ""
+        self.path: str | None = None
+        self._fd = -1
         self._writer: TrajectoryWriter | None = None
         self._record_digest = ""
         self.events = 0
-        self.head = ""
 
     def open(self, model: dict[str, Any], model_bytes: bytes | None = None) -> None:
-        """Claim the next attempt and write its record; ``model`` is the serving identity
-        (``model_bytes`` its canonical bytes, when the caller has them)."""
+        """Claim the next attempt and write its spec and record lines; ``model`` is the
+        serving identity (``model_bytes`` its canonical bytes, when the caller has them)."""
         binding = self.spec.binding
         output = self.spec.output_uri
         if binding is None or output is None:
             return  # a plain (unbound) spec or one with no output: nothing is written
-        write_spec(output, self.spec)
-        number, path = claim_attempt(output)
-        attribution = {
-            "suite_digest": binding.suite_digest,
-            "assignment_digest": binding.assignment_digest,
-            "task_id": binding.task_id,
-            "position": binding.position,
-            "seed": binding.seed,
-            "replicate": self.spec.replicate,
-            "spec_fingerprint": self.spec.fingerprint,
-        }
-        if model_bytes is None:
-            model_bytes = canonical_bytes(model)
-        raw = record_bytes(number, attribution, model_bytes)
-        directory = os.fspath(path)
-        atomic_write(os.path.join(directory, ATTEMPT_FILE), raw, durable=False)
-        self.number, self.path, self._dir = number, path, directory
+        spec_line = spec_bytes(self.spec)
+        number, path, fd = claim_attempt(output)
+        try:
+            if number > 1:
+                _check_same_spec(os.path.dirname(path), number, spec_line)
+            if model_bytes is None:
+                model_bytes = canonical_bytes(model)
+            raw = record_bytes(number, attribution_of(self.spec), model_bytes)
+            write_all(fd, spec_line + raw)
+        except BaseException:
+            os.close(fd)
+            os.remove(path)  # nothing was recorded under this claim
+            raise
+        self.number, self.path, self._fd = number, path, fd
         self._record_digest = sha256_digest(raw)
-        self._writer = TrajectoryWriter(
-            os.path.join(directory, TRAJECTORY_FILE), genesis=self._record_digest
-        )
+        self._writer = TrajectoryWriter(fd, genesis=self._record_digest)
 
     def event(self, kind: str, payload: dict[str, Any]) -> None:
         if self._writer is not None:
@@ -161,12 +173,13 @@ class AttemptSession:
         return pending.digest
 
     def prepare_seal(self, *, outcome: Outcome | None, spend: Spend) -> PendingSeal | None:
-        """Append the end event and write the seal aside; :meth:`PendingSeal.commit` seals.
+        """Append the end event and build the seal line; :meth:`PendingSeal.commit` seals.
 
-        When durable, every file the seal refers to is flushed to disk here, and the
-        seal file itself before it is renamed into place: a crash leaves an open
-        attempt, never a torn sealed one. A group commit (see ``GroupCommit``) writes
-        these without fsync and makes a whole batch durable with two syncs.
+        When durable, every byte the seal refers to (and the file's name in its task
+        directory) is flushed to disk here, before the seal line can be appended: a
+        crash leaves an open attempt, never a torn sealed one. A group commit (see
+        ``GroupCommit``) skips these fsyncs and makes a whole batch durable with one
+        sync before its seal lines are appended and one after.
         """
         status = "complete" if outcome is not None else "partial"
         outcome_dict = None if outcome is None else outcome.model_dump(mode="json")
@@ -175,12 +188,10 @@ class AttemptSession:
         writer = self._writer
         if writer is None or self.path is None:
             return None
-        directory = self._dir
-        writer.flush(durable=self.durable)
-        writer.close()
         if self.durable:
-            fsync_file(os.path.join(directory, ATTEMPT_FILE))
-            fsync_file(os.path.join(os.path.dirname(os.path.dirname(directory)), SPEC_FILE))
+            os.fsync(self._fd)
+            durable_dir(os.path.dirname(self.path), durable=True)
+        self.close()
         seal = {
             "schema": "xaytune.attempt-seal/v1",
             "attempt": self.number,
@@ -197,14 +208,12 @@ class AttemptSession:
             "recovered": False,
         }
         raw = seal_bytes(seal)
-        final = os.path.join(directory, SEAL_FILE)
-        staged = os.path.join(directory, f".{SEAL_FILE}.staged")
-        write_file(staged, raw, durable=self.durable)
-        return PendingSeal(staged=staged, final=final, digest=sha256_digest(raw))
+        return PendingSeal(path=self.path, line=raw, digest=sha256_digest(raw))
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 def recover_open_attempt(attempt: StoredAttempt, *, durable: bool = True) -> None:
@@ -212,24 +221,30 @@ def recover_open_attempt(attempt: StoredAttempt, *, durable: bool = True) -> Non
 
     Nothing is deleted or rewritten: the spend is what its whole events record (or
     what its end event says, when it ended but was never sealed: its outcome is then
-    not attested), an unterminated last fragment is left in place and outside the
+    not attested), an unterminated last fragment is kept, terminated, outside the
     sealed bytes, and the seal says ``recovered: true``.
     """
-    record_raw = (attempt.path / ATTEMPT_FILE).read_bytes()
-    genesis = sha256_digest(record_raw)
-    data = (
-        (attempt.path / TRAJECTORY_FILE).read_bytes()
-        if (attempt.path / TRAJECTORY_FILE).exists()
-        else b""
+    where = str(attempt.path)
+    data = attempt.read()
+    layout = split_attempt(data, where)
+    if layout.sealed:
+        raise EvidenceError("not-open", f"{where}: attempt {attempt.name} is sealed")
+    genesis = sha256_digest(data[layout.spec_end : layout.record_end])
+    facts = verify_chain(
+        data,
+        genesis=genesis,
+        where=where,
+        start=layout.record_end,
+        end=layout.events_end,
+        allow_torn_tail=True,
     )
-    facts = verify_chain(data, genesis=genesis, where=str(attempt.path), allow_torn_tail=True)
     last = facts.last_event
     if last is not None and last.get("type") == "end":
         # It ended but the crash came before its seal: its outcome was never attested,
         # so it is sealed partial like any other crash, with the spend it recorded.
         spend = Spend(**last["v"]["spend"])
     else:
-        spend = _spend_from_events(data[: facts.bytes])
+        spend = _spend_from_events(data[layout.record_end : layout.record_end + facts.bytes])
     seal = {
         "schema": "xaytune.attempt-seal/v1",
         "attempt": attempt.number,
@@ -245,7 +260,8 @@ def recover_open_attempt(attempt: StoredAttempt, *, durable: bool = True) -> Non
         "attempt_record": genesis,
         "recovered": True,
     }
-    atomic_write(attempt.path / SEAL_FILE, seal_bytes(seal), durable=durable)
+    terminator = b"\n" if layout.torn else b""
+    _append(str(attempt.path), terminator + seal_bytes(seal), durable=durable)
 
 
 def _spend_from_events(data: bytes) -> Spend:

@@ -1,10 +1,10 @@
 """Group commit: many attempts sealed durably with two syncs per batch.
 
-A seal may exist only when every file it refers to is on disk. Sealing one attempt
-at a time costs several fsyncs each; a batch costs two system-wide syncs: the first
-makes the batch's trajectories, records and staged seals durable, the renames then
-put the seals in place, and the second makes the renames durable. A crash before
-the renames leaves open attempts (recovered partial on resume), never a torn seal.
+A seal may exist only when every byte it refers to is on disk. Sealing one attempt
+at a time costs two fsyncs each; a batch costs two system-wide syncs: the first
+makes the batch's attempt files (spec, record, events) durable, the seal lines are
+then appended, and the second makes them durable. A crash before the appends leaves
+open attempts (recovered partial on resume), never a torn sealed one.
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ class GroupCommit:
 
     async def _commit(self, batch: list[tuple[PendingSeal, asyncio.Future[None]]]) -> None:
         try:
-            await asyncio.to_thread(self._durable_renames, [pending for pending, _ in batch])
-        except BaseException as error:  # the seals stay staged: their attempts stay open
+            await asyncio.to_thread(self._durable_appends, [pending for pending, _ in batch])
+        except BaseException as error:  # seals not appended: their attempts stay open
             for _, done in batch:
                 if not done.done():
                     done.set_exception(error)
@@ -77,10 +77,10 @@ class GroupCommit:
                 self._start()  # the next batch has waited for this one: at once
 
     @staticmethod
-    def _durable_renames(batch: list[PendingSeal]) -> None:
+    def _durable_appends(batch: list[PendingSeal]) -> None:
         _sync()
         for pending in batch:
-            os.replace(pending.staged, pending.final)
+            pending.commit(durable=False)
         _sync()
 
     async def drain(self) -> None:

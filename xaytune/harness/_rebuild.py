@@ -1,44 +1,96 @@
 """Every fact of a run, rebuilt from the store alone (what verification compares).
 
-Per assigned task: its stored spec (attribution, fingerprint), every attempt's
-record, seal and hash-chained trajectory, and whether exactly one attempt is
-sealed complete. :class:`Rebuild` yields the entries one task at a time, so a
-verification of 100,000 tasks holds one rebuilt entry at a time.
+Per assigned task, per attempt file: the spec it ran (attribution, fingerprint),
+its record, its hash-chained events and its seal, and whether exactly one attempt
+is sealed complete. Each file is read once and each byte hashed once.
+:class:`Rebuild` yields the entries one task at a time, so a verification of
+100,000 tasks holds one rebuilt entry at a time.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn
 
-from xaytune.core.canonical import fingerprint, sha256_digest
+from xaytune.core.canonical import canonical_bytes, fingerprint
 from xaytune.core.domain.benchmark import BenchmarkSuite, TaskAssignment
 from xaytune.core.errors import EvidenceError
-from xaytune.harness._attempt import SPEC_FILE
+from xaytune.harness._attempt import record_bytes
 from xaytune.harness._evidence_records import AttemptEvidence, EvidenceEntry
-from xaytune.harness.spec import AgentExecutionSpec
-from xaytune.harness.store import (
-    ATTEMPT_FILE,
-    SEAL_FILE,
-    AttemptRecord,
-    AttemptSeal,
-    HarnessEvidenceStore,
-)
-from xaytune.harness.trajectory import TRAJECTORY_FILE, verify_chain
+from xaytune.harness.attempt_file import SEAL_PREFIX, AttemptLayout, split_attempt
+from xaytune.harness.store import AttemptRecord, AttemptSeal, HarnessEvidenceStore
+from xaytune.harness.trajectory import verify_chain
 from xaytune.models._protocol import ModelIdentity
 
 __all__ = ["Rebuild", "check_quarantine", "refuse"]
+
+_READ = os.O_RDONLY | os.O_CLOEXEC
 
 
 def refuse(reason: str, message: str) -> EvidenceError:
     return EvidenceError(reason, message)
 
 
-class _Rebuilt:
-    """Facts of one stored attempt, rebuilt from its files alone."""
+def _digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
-    __slots__ = ("model", "record_digest", "seal", "seal_digest", "spec_fingerprint")
+
+def _read(path: str) -> bytes:
+    """A whole file in one read (a short read of a regular file is its end)."""
+    fd = os.open(path, _READ)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size + 1)
+        if len(data) > size:  # it grew while being read: read the rest
+            chunks = [data]
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            data = b"".join(chunks)
+        return data
+    finally:
+        os.close(fd)
+
+
+class _Expected:
+    """What every attempt of one replicate must be attributed to (and, once the first
+    record is read, the model it ran on and that model's canonical bytes)."""
+
+    __slots__ = ("assignment", "harness_fingerprint", "model", "model_bytes", "replicate", "suite")
+
+    def __init__(
+        self,
+        suite: BenchmarkSuite,
+        assignment: TaskAssignment,
+        harness_fingerprint: str,
+        replicate: int,
+    ) -> None:
+        self.suite = suite
+        self.assignment = assignment
+        self.harness_fingerprint = harness_fingerprint
+        self.replicate = replicate
+        self.model: ModelIdentity | None = None
+        self.model_bytes: bytes | None = None
+
+    def attribution(self, *, task_id: str, position: int, spec_fingerprint: str) -> dict[str, Any]:
+        return {
+            "suite_digest": self.suite.digest,
+            "assignment_digest": self.assignment.digest,
+            "task_id": task_id,
+            "position": position,
+            "seed": self.assignment.seed,
+            "replicate": self.replicate,
+            "harness_fingerprint": self.harness_fingerprint,
+            "spec_fingerprint": spec_fingerprint,
+        }
+
+
+class _Rebuilt:
+    """Facts of one stored attempt, rebuilt from its file alone."""
+
+    __slots__ = ("model", "record_digest", "seal", "seal_digest", "spec_fingerprint", "spec_line")
 
     def __init__(
         self,
@@ -46,80 +98,124 @@ class _Rebuilt:
         seal_digest: str,
         record_digest: str,
         model: ModelIdentity | None,
+        spec_line: bytes,
         spec_fingerprint: str,
     ) -> None:
         self.seal = seal
         self.seal_digest = seal_digest
         self.record_digest = record_digest
         self.model = model
+        self.spec_line = spec_line
         self.spec_fingerprint = spec_fingerprint
+
+
+def _check_record(
+    record_raw: bytes, where: str, *, number: int, attribution: dict[str, Any], expected: _Expected
+) -> ModelIdentity | None:
+    """The record is the one these facts give; returns the model it names.
+
+    Once the replicate's model is known a record is compared as bytes with the
+    canonical record of the expected facts (what the writer wrote); a record that
+    differs is parsed to name what differs.
+    """
+    if expected.model_bytes is not None and record_raw == record_bytes(
+        number, attribution, expected.model_bytes
+    ):
+        return expected.model
+    try:
+        record = AttemptRecord.model_validate_json(record_raw)
+    except ValueError as error:
+        first = str(error).splitlines()[0]
+        raise refuse("bad-record", f"{where}: record unreadable ({first})") from None
+    actual = record.attribution
+    for field, value in attribution.items():
+        if getattr(actual, field) != value:
+            raise refuse(
+                "attribution-mismatch",
+                f"{where}: record {field} is {getattr(actual, field)!r}, expected {value!r}",
+            )
+    if record.attempt != number:
+        raise refuse("attribution-mismatch", f"{where}: record says attempt {record.attempt}")
+    if expected.model_bytes is None:
+        expected.model = record.model
+        expected.model_bytes = canonical_bytes(
+            None if record.model is None else record.model.model_dump(mode="json")
+        )
+    return record.model
+
+
+def _refuse_unsealed(data: bytes, layout: AttemptLayout, where: str) -> NoReturn:
+    """Name what a file without a final seal line is: an open attempt (what a crash
+    leaves: whole events, perhaps a torn last one) or an edited one (bytes after its
+    seal; a last line no writer could have left)."""
+    size = len(data)
+    if layout.torn:
+        fragment = data.rfind(b"\n") + 1
+        last = data.rfind(b"\n", 0, fragment - 1) + 1
+        if last >= layout.record_end and data.startswith(SEAL_PREFIX, last):
+            raise refuse("trajectory-torn", f"{where}: {size - fragment} bytes after its seal")
+    else:
+        last = data.rfind(b"\n", 0, size - 1) + 1
+        if last >= layout.record_end:
+            try:
+                json.loads(data[last:])
+            except ValueError:
+                raise refuse("chain-broken", f"{where}: its last line is not JSON") from None
+    raise refuse("open-attempt", f"{where}: open (no seal)")
 
 
 def _rebuild_attempt(
     position: int,
     number: int,
-    directory: str,
+    path: str,
     *,
-    suite: BenchmarkSuite,
-    assignment: TaskAssignment,
     task_id: str,
-    replicate: int,
-    spec_fingerprint: str,
+    expected: _Expected,
+    first_spec: bytes | None,
 ) -> _Rebuilt:
-    where = f"task {task_id} attempt {number:03d} ({directory})"
-    record_path = os.path.join(directory, ATTEMPT_FILE)
+    where = f"task {task_id} attempt {number:03d} ({path})"
     try:
-        with open(record_path, "rb") as handle:
-            record_raw = handle.read()
-        record = AttemptRecord.model_validate_json(record_raw)
-    except (OSError, ValueError) as error:
-        raise refuse(
-            "bad-record",
-            f"{record_path}: attempt {position:06d}/{number:03d} record unreadable ({error})",
-        ) from None
-    attribution = record.attribution
-    expected = (
-        ("suite_digest", attribution.suite_digest, suite.digest),
-        ("assignment_digest", attribution.assignment_digest, assignment.digest),
-        ("task_id", attribution.task_id, task_id),
-        ("position", attribution.position, position),
-        ("seed", attribution.seed, assignment.seed),
-        ("replicate", attribution.replicate, replicate),
-        ("spec_fingerprint", attribution.spec_fingerprint, spec_fingerprint),
+        data = _read(path)
+    except OSError as error:
+        raise refuse("bad-record", f"{where}: unreadable ({error.strerror})") from None
+    layout = split_attempt(data, where)
+    if not layout.sealed:
+        _refuse_unsealed(data, layout, where)
+    spec_line = data[: layout.spec_end - 1]
+    if first_spec is not None and spec_line != first_spec:
+        raise refuse("attribution-mismatch", f"{where}: ran another spec than the first attempt")
+    spec_fingerprint = _digest(spec_line)
+    record_raw = data[layout.spec_end : layout.record_end]
+    attribution = expected.attribution(
+        task_id=task_id, position=position, spec_fingerprint=spec_fingerprint
     )
-    for field, actual, value in expected:
-        if actual != value:
-            raise refuse(
-                "attribution-mismatch", f"{where}: {field} is {actual!r}, expected {value!r}"
-            )
-    if record.attempt != number:
-        raise refuse("attribution-mismatch", f"{where}: record says attempt {record.attempt}")
-    seal_path = os.path.join(directory, SEAL_FILE)
-    try:
-        with open(seal_path, "rb") as handle:
-            seal_raw = handle.read()
-    except FileNotFoundError:
-        raise refuse("open-attempt", f"{where}: open (no seal)") from None
+    model = _check_record(
+        record_raw, where, number=number, attribution=attribution, expected=expected
+    )
+    seal_raw = data[layout.events_end :]
     try:
         seal = AttemptSeal.model_validate_json(seal_raw)
     except ValueError as error:
         first = str(error).splitlines()[0]
-        raise refuse("bad-seal", f"{seal_path}: unreadable seal ({first})") from None
-    record_digest = sha256_digest(record_raw)
+        raise refuse("bad-seal", f"{where}: unreadable seal ({first})") from None
+    record_digest = _digest(record_raw)
     if seal.attempt_record != record_digest or seal.attempt != number:
-        raise refuse("digest-mismatch", f"{where}: seal is not this attempt's record's")
-    try:
-        with open(os.path.join(directory, TRAJECTORY_FILE), "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        raise refuse("chain-broken", f"{where}: {TRAJECTORY_FILE} is missing") from None
-    facts = verify_chain(
-        data,
-        genesis=record_digest,
-        where=f"{where} {TRAJECTORY_FILE}",
-        allow_torn_tail=seal.recovered,
-    )
+        raise refuse("digest-mismatch", f"{where}: the seal is not this attempt's record's")
     chain = seal.trajectory
+    events_end = layout.events_end
+    if seal.recovered:
+        # A recovered attempt may keep one terminated fragment after its chain.
+        chain_end = layout.record_end + chain.bytes
+        rest = data[chain_end:events_end] if chain_end <= events_end else b"?"
+        if rest and rest.find(b"\n") != len(rest) - 1:
+            raise refuse(
+                "chain-head-mismatch",
+                f"{where}: {events_end - layout.record_end} event bytes, seal says {chain.bytes}",
+            )
+        events_end = chain_end
+    facts = verify_chain(
+        data, genesis=record_digest, where=where, start=layout.record_end, end=events_end
+    )
     if facts.head != chain.head or facts.count != chain.events or facts.bytes != chain.bytes:
         raise refuse(
             "chain-head-mismatch",
@@ -127,9 +223,7 @@ def _rebuild_attempt(
             f"seal says {chain.events}, {chain.head[:19]}...",
         )
     _check_seal_claim(seal, facts.last_event, where)
-    return _Rebuilt(
-        seal, sha256_digest(seal_raw), record_digest, record.model, attribution.spec_fingerprint
-    )
+    return _Rebuilt(seal, _digest(seal_raw), record_digest, model, spec_line, spec_fingerprint)
 
 
 def _check_seal_claim(seal: AttemptSeal, last: dict[str, Any] | None, where: str) -> None:
@@ -156,83 +250,22 @@ def _check_seal_claim(seal: AttemptSeal, last: dict[str, Any] | None, where: str
         raise refuse("false-complete", f"{where}: seal does not match the trajectory's end")
 
 
-def _check_spec(
-    store: HarnessEvidenceStore,
-    position: int,
-    task_id: str,
-    *,
-    harness_fingerprint: str,
-    replicate: int,
-    assignment: TaskAssignment,
-) -> str:
-    """Read the task's stored spec, check its attribution; return its fingerprint."""
-    path = os.path.join(store.root, "tasks", f"{position:06d}", SPEC_FILE)
-    try:
-        with open(path, "rb") as handle:
-            spec = AgentExecutionSpec.model_validate_json(
-                handle.read(), context={"keep_canonical": False}
-            )
-    except FileNotFoundError:
-        raise refuse("spec-missing", f"task {task_id}: {path} is missing") from None
-    except ValueError:
-        raise refuse(
-            "digest-mismatch", f"task {task_id}: {path} is not its fingerprint's"
-        ) from None
-    binding = spec.binding
-    checks = {
-        "harness_fingerprint": (spec.harness_fingerprint, harness_fingerprint),
-        "seed": (spec.seed, assignment.seed),
-        "replicate": (spec.replicate, replicate),
-        "task_id": (None if binding is None else binding.task_id, task_id),
-        "position": (None if binding is None else binding.position, position),
-        "assignment_digest": (
-            None if binding is None else binding.assignment_digest,
-            assignment.digest,
-        ),
-    }
-    for field, (actual, expected) in checks.items():
-        if actual != expected:
-            raise refuse(
-                "attribution-mismatch",
-                f"task {task_id}: spec {field} is {actual!r}, expected {expected!r} ({path})",
-            )
-    return spec.fingerprint
-
-
 def _rebuild_entry(
-    store: HarnessEvidenceStore,
-    *,
-    suite: BenchmarkSuite,
-    assignment: TaskAssignment,
     position: int,
     task_id: str,
-    harness_fingerprint: str,
-    replicate: int,
+    stored: Sequence[tuple[int, str]],
+    expected: _Expected,
 ) -> tuple[EvidenceEntry, ModelIdentity | None]:
-    spec_fingerprint = _check_spec(
-        store,
-        position,
-        task_id,
-        harness_fingerprint=harness_fingerprint,
-        replicate=replicate,
-        assignment=assignment,
-    )
-    stored = store.attempt_paths(position)
     if not stored:
         raise refuse("no-attempts", f"task {task_id} (position {position}): no attempts")
-    rebuilt = [
-        _rebuild_attempt(
-            position,
-            number,
-            directory,
-            suite=suite,
-            assignment=assignment,
-            task_id=task_id,
-            replicate=replicate,
-            spec_fingerprint=spec_fingerprint,
+    rebuilt: list[_Rebuilt] = []
+    first_spec: bytes | None = None
+    for number, path in stored:
+        attempt = _rebuild_attempt(
+            position, number, path, task_id=task_id, expected=expected, first_spec=first_spec
         )
-        for number, directory in stored
-    ]
+        first_spec = attempt.spec_line
+        rebuilt.append(attempt)
     complete = [r for r in rebuilt if r.seal.status == "complete"]
     if len(complete) > 1:
         raise refuse(
@@ -250,7 +283,7 @@ def _rebuild_entry(
     entry = EvidenceEntry(
         task_id=task_id,
         position=position,
-        spec_fingerprint=spec_fingerprint,
+        spec_fingerprint=rebuilt[0].spec_fingerprint,
         status="attested" if complete else "no-attested-result",
         attempts=tuple(
             AttemptEvidence(
@@ -291,7 +324,8 @@ class Rebuild:
     Iterating :meth:`entries` refuses what the store does not support (the first
     failing task, in position order); once it is exhausted, attempts beyond the
     assigned positions are refused and :attr:`model` is the model every attempt
-    ran on.
+    ran on. ``listings`` are the attempt files of each position when the caller
+    has listed them already.
     """
 
     def __init__(
@@ -303,30 +337,23 @@ class Rebuild:
         harness_fingerprint: str,
         replicate: int,
         quarantine_checked: bool = False,
+        listings: Sequence[Sequence[tuple[int, str]]] | None = None,
     ) -> None:
         self.store = store
-        self.suite = suite
-        self.assignment = assignment
-        self.harness_fingerprint = harness_fingerprint
-        self.replicate = replicate
+        self.expected = _Expected(suite, assignment, harness_fingerprint, replicate)
         self.quarantine_checked = quarantine_checked
+        self.listings = listings
         self.model: ModelIdentity | None = None
 
     def entries(self) -> Iterator[EvidenceEntry]:
-        store, assignment = self.store, self.assignment
+        store, assignment = self.store, self.expected.assignment
         if not self.quarantine_checked:
             check_quarantine(store, assignment)
         model: ModelIdentity | None = None
+        listings = self.listings
         for position, task_id in enumerate(assignment.task_ids):
-            entry, entry_model = _rebuild_entry(
-                store,
-                suite=self.suite,
-                assignment=assignment,
-                position=position,
-                task_id=task_id,
-                harness_fingerprint=self.harness_fingerprint,
-                replicate=self.replicate,
-            )
+            stored = store.attempt_paths(position) if listings is None else listings[position]
+            entry, entry_model = _rebuild_entry(position, task_id, stored, self.expected)
             if model is None:
                 model = entry_model
             elif entry_model != model:

@@ -179,11 +179,10 @@ def verify_run_evidence(
     # Which attempts exist is compared before any is rebuilt: a deleted, added or
     # quarantined attempt is named as such, not by what rebuilding it would find.
     check_quarantine(store, assignment)
-    for entry in evidence.entries:
+    listings = [store.attempt_paths(entry.position) for entry in evidence.entries]
+    for entry, stored in zip(evidence.entries, listings, strict=True):
         _compare_attempt_numbers(
-            entry.task_id,
-            [a.attempt for a in entry.attempts],
-            store.attempt_numbers(entry.position),
+            entry.task_id, [a.attempt for a in entry.attempts], [number for number, _ in stored]
         )
     rebuild = Rebuild(
         store,
@@ -192,6 +191,7 @@ def verify_run_evidence(
         harness_fingerprint=evidence.harness_fingerprint,
         replicate=evidence.replicate,
         quarantine_checked=True,
+        listings=listings,
     )
     # Entry by entry, holding one rebuilt entry at a time. A difference is raised
     # after the whole rebuild, as when the rebuilt evidence was compared whole: what

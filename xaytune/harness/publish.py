@@ -1,7 +1,8 @@
 """Publishing evidence as a content-addressed in-toto Statement v1.
 
 The statement names the evidence (its digest) and every attempt's record and seal
-file (their sha256) as subjects; the predicate is the evidence itself. Standard
+(the sha256 of those lines of its attempt file, ``<file>#record`` and
+``<file>#seal``) as subjects; the predicate is the evidence itself. Standard
 supply-chain tooling can read it and later sign it (DSSE). The file is named by the
 evidence digest, so publishing the same evidence twice yields the same subject,
 and a published record edited on disk is refused when loaded.
@@ -20,13 +21,9 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from xaytune.core.canonical import canonical_array_chunks, canonical_bytes, canonical_object_chunks
 from xaytune.core.errors import EvidenceError
+from xaytune.harness.attempt_file import attempt_name
 from xaytune.harness.evidence import EvidenceEntry, HarnessRunEvidence
-from xaytune.harness.store import (
-    ATTEMPT_FILE,
-    SEAL_FILE,
-    HarnessEvidenceStore,
-    atomic_write_chunks,
-)
+from xaytune.harness.store import HarnessEvidenceStore, atomic_write_chunks
 
 __all__ = [
     "PREDICATE_TYPE",
@@ -62,12 +59,12 @@ def _subjects(evidence: HarnessRunEvidence) -> Iterator[dict[str, object]]:
     yield {"name": SUBJECT_KIND, "digest": {"sha256": _hex(evidence.digest)}}
     for entry in evidence.entries:
         for attempt in entry.attempts:
-            base = f"tasks/{entry.position:06d}/attempts/{attempt.attempt:03d}"
+            base = f"tasks/{entry.position:06d}/{attempt_name(attempt.attempt)}"
             yield {
-                "name": f"{base}/{ATTEMPT_FILE}",
+                "name": f"{base}#record",
                 "digest": {"sha256": _hex(attempt.record_digest)},
             }
-            yield {"name": f"{base}/{SEAL_FILE}", "digest": {"sha256": _hex(attempt.seal_digest)}}
+            yield {"name": f"{base}#seal", "digest": {"sha256": _hex(attempt.seal_digest)}}
 
 
 def statement_for(evidence: HarnessRunEvidence) -> dict[str, object]:

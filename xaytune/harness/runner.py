@@ -23,15 +23,15 @@ from xaytune.core.errors import ExecutionError
 from xaytune.harness._answer import extract_answer
 from xaytune.harness._attempt import AttemptSession, recover_open_attempt
 from xaytune.harness._commit import GroupCommit
+from xaytune.harness.attempt_file import split_attempt
 from xaytune.harness.spec import AgentExecutionSpec
 from xaytune.harness.store import (
-    ATTEMPT_FILE,
-    SEAL_FILE,
     AttemptRecord,
     AttemptSeal,
     Outcome,
     Spend,
     StoredAttempt,
+    attempt_paths,
     remove_empty_claim,
 )
 from xaytune.harness.toolbox import Toolbox
@@ -259,25 +259,22 @@ class HarnessRunner:
         """Recover open attempts; True when a complete attempt of this spec exists."""
         if spec.output_uri is None or spec.binding is None:
             return False
-        directory = Path(spec.output_uri) / "attempts"
-        if not directory.is_dir():
-            return False
         position = spec.binding.position
         attested = False
-        for path in sorted(directory.iterdir()):
-            if not path.name.isdigit():
+        for number, path in attempt_paths(spec.output_uri):
+            attempt = StoredAttempt(position, number, Path(path))
+            if remove_empty_claim(attempt):  # a claim killed before its record
                 continue
-            attempt = StoredAttempt(position, int(path.name), path)
             if attempt.is_open:
-                if remove_empty_claim(path):
-                    continue
                 recover_open_attempt(attempt)
-            seal = AttemptSeal.model_validate_json((path / SEAL_FILE).read_bytes())
-            record = AttemptRecord.model_validate_json((path / ATTEMPT_FILE).read_bytes())
+            data = attempt.read()
+            layout = split_attempt(data, str(attempt.path))
+            seal = AttemptSeal.model_validate_json(data[layout.events_end :])
+            record = AttemptRecord.model_validate_json(data[layout.spec_end : layout.record_end])
             if record.attribution.spec_fingerprint != spec.fingerprint:
                 raise ExecutionError(
                     "resume-mismatch",
-                    f"task {spec.task_id}: attempt {path} was run from another spec "
+                    f"task {spec.task_id}: attempt {attempt.path} was run from another spec "
                     f"({record.attribution.spec_fingerprint}); resume needs the same config",
                 )
             attested = attested or seal.status == "complete"
@@ -336,7 +333,7 @@ class HarnessRunner:
             outcome=outcome,
             final_text=final_text,
             spend=spend,
-            path=session.path,
+            path=None if session.path is None else Path(session.path),
             seal_digest=seal_digest,
             error=error,
         )

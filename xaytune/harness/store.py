@@ -1,27 +1,25 @@
-"""The local evidence store: attempts, their records, trajectories and seals.
+"""The local evidence store: one file per attempt, quarantine, published subjects.
 
 Layout under the store root::
 
     xaytune-store.json                       marks the directory as a store
-    tasks/<position>/attempts/<NNN>/
-        attempt.json                         attribution (written when the attempt opens)
-        trajectory.jsonl                     hash-chained events (appended while it runs)
-        seal.json                            status, outcome, spend, chain head (last)
-    quarantine/<position>-<NNN>/             attempts moved aside, with quarantine.json
+    tasks/<position>/<NNN>.jsonl             one attempt: the spec it ran, its record,
+                                             its hash-chained events, its seal (last)
+    quarantine/<position>-<NNN>.jsonl        attempts moved aside ...
+    quarantine/<position>-<NNN>.reason.json  ... with the reason
     published/<hex>.intoto.json              published evidence subjects
 
-An attempt is *open* until ``seal.json`` exists. Every file a seal refers to is
-flushed to disk before the seal is written (temp file, fsync, rename), so a crash
-leaves at worst an open attempt, never a torn sealed one. Nothing is overwritten:
-a retried or resumed task adds an attempt.
+An attempt is *open* until its file ends with a whole seal line (see
+:mod:`xaytune.harness.attempt_file`). Everything a seal refers to is on disk before
+the seal is appended, so a crash leaves at worst an open attempt, never a torn
+sealed one. Nothing is overwritten: a retried or resumed task adds an attempt.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -31,11 +29,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from xaytune.core._frozen import FrozenRecord
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import EvidenceError
+from xaytune.harness._io import atomic_write, atomic_write_chunks
+from xaytune.harness.attempt_file import ATTEMPT_SUFFIX, attempt_name, split_attempt
 from xaytune.models._protocol import ModelIdentity
 
 __all__ = [
-    "ATTEMPT_FILE",
-    "SEAL_FILE",
     "AttemptRecord",
     "AttemptSeal",
     "Attribution",
@@ -49,86 +47,19 @@ __all__ = [
     "TrajectorySeal",
     "atomic_write",
     "atomic_write_chunks",
-    "write_file",
+    "attempt_paths",
+    "claim_attempt",
+    "remove_empty_claim",
+    "seal_bytes",
 ]
 
-ATTEMPT_FILE = "attempt.json"
-SEAL_FILE = "seal.json"
-QUARANTINE_FILE = "quarantine.json"
+QUARANTINE_SUFFIX = ".reason.json"
 STORE_MARKER = "xaytune-store.json"
-STORE_SCHEMA = "xaytune.evidence-store/v1"
+STORE_SCHEMA = "xaytune.evidence-store/v2"
 
 Durability = Literal["fsync", "none"]
 Terminal = Literal["answer", "budget-stop", "context-overflow", "model-error", "cancelled"]
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
-
-
-def atomic_write(path: Path | str, data: bytes, *, durable: bool = True) -> None:
-    """Write ``data`` to ``path`` whole or not at all (temp file, fsync, rename)."""
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    write_file(tmp, data, durable=durable)
-    os.replace(tmp, path)
-
-
-def atomic_write_chunks(path: Path | str, chunks: Iterable[bytes], *, durable: bool) -> None:
-    """:func:`atomic_write` of the concatenated ``chunks``, never held whole."""
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
-    try:
-        pending: list[bytes] = []
-        size = 0
-        for chunk in chunks:  # written in pieces of about a MiB
-            pending.append(chunk)
-            size += len(chunk)
-            if size >= 1 << 20:
-                _write_all(fd, b"".join(pending))
-                pending, size = [], 0
-        _write_all(fd, b"".join(pending))
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def write_file(path: Path | str, data: bytes, *, durable: bool, exclusive: bool = False) -> None:
-    """Create (or truncate) ``path`` and write ``data``; fsync it when ``durable``.
-
-    Plain ``os`` calls: no buffered file object, no tty probe, no seek.
-    """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_EXCL if exclusive else os.O_TRUNC)
-    fd = os.open(path, flags, 0o666)
-    try:
-        _write_all(fd, data)
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_file(path: Path | str) -> None:
-    """Flush a file already written to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: Path | str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Attribution(BaseModel):
@@ -142,15 +73,18 @@ class Attribution(BaseModel):
     position: int
     seed: int
     replicate: int
+    harness_fingerprint: str
     spec_fingerprint: str
 
 
 class AttemptRecord(BaseModel):
-    """``attempt.json``: written when an attempt opens; its digest starts the chain."""
+    """An attempt file's second line: written when the attempt opens; its digest
+    starts the chain. Its attribution names the harness and the spec (whose
+    fingerprint is the sha256 of the file's first line)."""
 
     model_config = _FROZEN
 
-    schema_: Literal["xaytune.attempt/v1"] = Field(default="xaytune.attempt/v1", alias="schema")
+    schema_: Literal["xaytune.attempt/v2"] = Field(default="xaytune.attempt/v2", alias="schema")
     attempt: int
     attribution: Attribution
     model: ModelIdentity | None
@@ -248,7 +182,7 @@ class AttemptSeal(FrozenRecord):
 
 @dataclass(frozen=True, slots=True)
 class StoredAttempt:
-    """An attempt directory as found in the store."""
+    """An attempt file as found in the store."""
 
     position: int
     number: int
@@ -258,9 +192,21 @@ class StoredAttempt:
     def name(self) -> str:
         return f"{self.position:06d}/{self.number:03d}"
 
+    def read(self) -> bytes:
+        """The attempt file's bytes."""
+        with open(self.path, "rb") as handle:
+            return handle.read()
+
     @property
     def is_open(self) -> bool:
-        return not (self.path / SEAL_FILE).exists()
+        """True until the file ends with a whole seal line."""
+        return not split_attempt(self.read(), str(self.path)).sealed
+
+
+def _attempt_number(name: str) -> int | None:
+    """The attempt number of an attempt file name (``NNN.jsonl``), else None."""
+    stem = name[: -len(ATTEMPT_SUFFIX)] if name.endswith(ATTEMPT_SUFFIX) else ""
+    return int(stem) if stem.isdigit() and stem.isascii() and len(stem) >= 3 else None
 
 
 class HarnessEvidenceStore:
@@ -280,7 +226,15 @@ class HarnessEvidenceStore:
             return
         marker = self.root / STORE_MARKER
         self._marked = marker.exists()
-        if not self._marked:
+        if self._marked:
+            schema = _marker_schema(marker)
+            if schema != STORE_SCHEMA:
+                raise EvidenceError(
+                    "store-schema",
+                    f"{marker}: store schema {schema!r}, this xaytune writes {STORE_SCHEMA}; "
+                    "use a fresh output directory",
+                )
+        else:
             self.root.mkdir(parents=True, exist_ok=True)
             atomic_write(
                 marker, canonical_bytes({"schema": STORE_SCHEMA}) + b"\n", durable=self.durable
@@ -288,7 +242,7 @@ class HarnessEvidenceStore:
             self._marked = True
 
     def task_output(self, position: int) -> Path:
-        """The directory where the task at ``position`` writes its attempts."""
+        """The directory where the task at ``position`` writes its attempt files."""
         if isinstance(position, bool) or not isinstance(position, int) or position < 0:
             raise EvidenceError("bad-position", f"task position {position!r} is not an index")
         self._ensure_marker()
@@ -318,27 +272,13 @@ class HarnessEvidenceStore:
         """The attempt numbers of the task at ``position``, ascending."""
         return [number for number, _ in self.attempt_paths(position)]
 
-    def attempt_paths(self, position: int) -> list[tuple[int, str]]:
-        """(number, directory) of each attempt of the task at ``position``, in order.
+    def attempt_file(self, position: int, number: int) -> Path:
+        """Where attempt ``number`` of the task at ``position`` is (or would be)."""
+        return self.root / "tasks" / f"{position:06d}" / attempt_name(number)
 
-        Plain strings: verification lists 100,000 tasks, and a ``Path`` costs more
-        to build than the listing itself.
-        """
-        directory = os.path.join(self.root, "tasks", f"{position:06d}", "attempts")
-        try:
-            names = os.listdir(directory)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        found = []
-        for name in names:
-            path = os.path.join(directory, name)
-            if not name.isdigit():
-                raise EvidenceError(
-                    "unexpected-file", f"{path}: not an attempt directory of this store"
-                )
-            found.append((int(name), path))
-        found.sort()
-        return found
+    def attempt_paths(self, position: int) -> list[tuple[int, str]]:
+        """(number, file) of each attempt of the task at ``position``, in order."""
+        return attempt_paths(os.path.join(self.root, "tasks", f"{position:06d}"))
 
     def quarantined(self) -> Iterator[tuple[int, int, str]]:
         """(position, attempt, reason) of every quarantined attempt."""
@@ -346,54 +286,66 @@ class HarnessEvidenceStore:
         if not directory.is_dir():
             return
         for path in sorted(directory.iterdir()):
-            position, _, number = path.name.partition("-")
-            if not (position.isdigit() and number.isdigit()):
+            if path.name.endswith(QUARANTINE_SUFFIX):
+                continue
+            position, _, number = path.name.removesuffix(ATTEMPT_SUFFIX).partition("-")
+            if not (path.name.endswith(ATTEMPT_SUFFIX) and position.isdigit() and number.isdigit()):
                 raise EvidenceError(
                     "unexpected-file", f"{path}: not a quarantined attempt of this store"
                 )
+            reason_path = directory / f"{position}-{number}{QUARANTINE_SUFFIX}"
             try:
-                reason = str(json.loads((path / QUARANTINE_FILE).read_bytes())["reason"])
+                reason = str(json.loads(reason_path.read_bytes())["reason"])
             except (OSError, ValueError, KeyError, TypeError):
                 # A crash between the move and the reason file: still quarantined.
-                reason = f"no readable {QUARANTINE_FILE}"
+                reason = f"no readable {reason_path.name}"
             yield int(position), int(number), reason
 
     def quarantine(self, position: int, number: int, *, reason: str) -> Path:
         """Move an attempt aside with a reason. Verification refuses the run after this."""
-        source = self.root / "tasks" / f"{position:06d}" / "attempts" / f"{number:03d}"
-        if not source.is_dir():
+        source = self.attempt_file(position, number)
+        if not source.is_file():
             raise EvidenceError("unknown-attempt", f"attempt {position:06d}/{number:03d} not found")
-        target = self.root / "quarantine" / f"{position:06d}-{number:03d}"
+        target = self.root / "quarantine" / f"{position:06d}-{number:03d}{ATTEMPT_SUFFIX}"
         target.parent.mkdir(parents=True, exist_ok=True)
         os.rename(source, target)
-        atomic_write(target / QUARANTINE_FILE, canonical_bytes({"reason": reason}) + b"\n")
+        atomic_write(
+            target.parent / f"{position:06d}-{number:03d}{QUARANTINE_SUFFIX}",
+            canonical_bytes({"reason": reason}) + b"\n",
+        )
         return target
 
-    def read_record(self, attempt: StoredAttempt) -> tuple[AttemptRecord, bytes]:
-        """The attempt record and its bytes; refused with ``bad-record`` if unreadable."""
-        path = attempt.path / ATTEMPT_FILE
-        try:
-            raw = path.read_bytes()
-            return AttemptRecord.model_validate_json(raw), raw
-        except (OSError, ValueError) as error:
-            raise EvidenceError(
-                "bad-record", f"{path}: attempt {attempt.name} record unreadable ({error})"
-            ) from None
 
-    def read_seal(self, attempt: StoredAttempt) -> tuple[AttemptSeal, bytes]:
-        """The attempt's seal and its bytes; ``open-attempt`` when there is none."""
-        path = attempt.path / SEAL_FILE
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+def attempt_paths(directory: str | Path) -> list[tuple[int, str]]:
+    """(number, file) of each attempt file in a task directory, in attempt order.
+
+    Plain strings: verification lists 100,000 tasks, and a ``Path`` costs more to
+    build than the listing itself. Anything else in a task directory is refused
+    (``unexpected-file``); a missing directory holds no attempts.
+    """
+    directory = os.fspath(directory)
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = []
+    for name in names:
+        number = _attempt_number(name)
+        if number is None:
             raise EvidenceError(
-                "open-attempt", f"attempt {attempt.name} ({attempt.path}) is open: no seal"
-            ) from None
-        try:
-            return AttemptSeal.model_validate_json(raw), raw
-        except ValueError as error:
-            first = str(error).splitlines()[0]
-            raise EvidenceError("bad-seal", f"{path}: unreadable seal ({first})") from None
+                "unexpected-file",
+                f"{os.path.join(directory, name)}: not an attempt file of this store",
+            )
+        found.append((number, os.path.join(directory, name)))
+    found.sort()
+    return found
+
+
+def _marker_schema(marker: Path) -> object:
+    try:
+        return json.loads(marker.read_bytes()).get("schema")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def seal_bytes(seal: dict[str, Any]) -> bytes:
@@ -401,41 +353,37 @@ def seal_bytes(seal: dict[str, Any]) -> bytes:
     return canonical_bytes(seal) + b"\n"
 
 
-def claim_attempt(task_dir: Path | str) -> tuple[int, Path]:
-    """Claim the next attempt number under ``task_dir`` (exclusive mkdir)."""
-    attempts = os.path.join(task_dir, "attempts")
-    try:
-        os.mkdir(attempts)
-        number = 1  # a directory this call created holds no attempt yet
-    except FileExistsError:
-        numbers = [int(name) for name in os.listdir(attempts) if name.isdigit()]
-        number = max(numbers, default=0) + 1
-    except FileNotFoundError:
-        os.makedirs(attempts, exist_ok=True)
-        number = 1
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
+
+
+def claim_attempt(task_dir: Path | str) -> tuple[int, str, int]:
+    """Claim the next attempt of the task in ``task_dir``: (number, file, open descriptor).
+
+    The file is created exclusively, so two writers never share an attempt; the
+    descriptor appends.
+    """
+    directory = os.fspath(task_dir)
+    number = 1
     while True:
-        path = os.path.join(attempts, f"{number:03d}")
+        path = os.path.join(directory, attempt_name(number))
         try:
-            os.mkdir(path)
+            return number, path, os.open(path, _CREATE, 0o666)
         except FileExistsError:
-            number += 1
-            continue
-        return number, Path(path)
+            numbers = [n for n in map(_attempt_number, os.listdir(directory)) if n is not None]
+            number = max(max(numbers, default=0), number) + 1
+        except FileNotFoundError:
+            os.makedirs(directory, exist_ok=True)
 
 
-def remove_empty_claim(path: Path) -> bool:
-    """Remove an attempt directory in which nothing was recorded (no record file).
+def remove_empty_claim(attempt: StoredAttempt) -> bool:
+    """Remove an attempt file in which nothing was recorded (no whole record line).
 
-    The record is written before the first model call, so such a directory spent
+    The record is written before the first model call, so such a file spent
     nothing and proves nothing; it is what a crash between claim and record leaves.
     """
-    if (path / ATTEMPT_FILE).exists():
-        return False
-    shutil.rmtree(path)
-    return True
-
-
-def durable_dir(path: Path | str, *, durable: bool) -> None:
-    """fsync a directory (so a rename in it is durable) when ``durable``."""
-    if durable:
-        _fsync_dir(path)
+    try:
+        split_attempt(attempt.read(), str(attempt.path))
+    except EvidenceError:
+        os.remove(attempt.path)
+        return True
+    return False

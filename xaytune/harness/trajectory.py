@@ -1,11 +1,13 @@
-"""The v1 trajectory: an append-only, hash-chained JSONL of events.
+"""The v1 trajectory: an append-only, hash-chained run of JSONL events.
 
 Each line is one event, ``{"prev": <digest>, "seq": n, "type": ..., "v": {...}}``,
 serialised with sorted keys and no spaces, so ``"prev"`` always opens the line.
 ``prev`` is the sha256 of the previous line's bytes (newline included); the first
 event's ``prev`` is the digest of the attempt record, which binds the chain to its
-attempt. The seal records the head (digest of the last line), the event count and
-the byte length, so any edit, drop, swap or append is detected.
+attempt. The events live in the attempt's file, between its record and its seal
+(:mod:`xaytune.harness.attempt_file`). The seal records the head (digest of the
+last line), the event count and the byte length, so any edit, drop, swap or append
+is detected.
 
 Verification reads each byte once: one sha256 per line and a fixed-offset check of
 ``prev``; only the last line is parsed.
@@ -15,18 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from xaytune.core.errors import EvidenceError
+from xaytune.harness._io import write_all
 from xaytune.harness.spec import WRITER_V1
 
-__all__ = ["TRAJECTORY_FILE", "WRITER", "ChainFacts", "TrajectoryWriter", "verify_chain"]
+__all__ = ["WRITER", "ChainFacts", "TrajectoryWriter", "verify_chain"]
 
 WRITER = WRITER_V1
-TRAJECTORY_FILE = "trajectory.jsonl"
 
 _PREFIX = b'{"prev":"sha256:'
 _PREV_START = len(b'{"prev":"')
@@ -51,12 +51,11 @@ def _encode(prev: str, seq: int, kind: str, payload: dict[str, Any]) -> bytes:
 
 
 class TrajectoryWriter:
-    """Appends events to a new trajectory file; never rewrites a line."""
+    """Appends events to an attempt file (an open descriptor); never rewrites a line."""
 
-    def __init__(self, path: Path, *, genesis: str) -> None:
-        self.path = path
+    def __init__(self, fd: int, *, genesis: str) -> None:
         # Unbuffered: each event is one write, so a killed attempt keeps its events.
-        self._handle: IO[bytes] = open(path, "xb", buffering=0)  # noqa: SIM115 - closed in close()
+        self.fd = fd
         self.head = genesis
         self.count = 0
         self.bytes = 0
@@ -64,21 +63,11 @@ class TrajectoryWriter:
     def append(self, kind: str, payload: dict[str, Any]) -> str:
         """Write one event; return its digest (the new head)."""
         line = _encode(self.head, self.count, kind, payload)
-        self._handle.write(line)
+        write_all(self.fd, line)
         self.head = _line_digest(line)
         self.count += 1
         self.bytes += len(line)
         return self.head
-
-    def flush(self, *, durable: bool) -> None:
-        """Flush buffered events; fsync when ``durable``."""
-        self._handle.flush()
-        if durable:
-            os.fsync(self._handle.fileno())
-
-    def close(self) -> None:
-        if not self._handle.closed:
-            self._handle.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,32 +100,43 @@ class ChainFacts:
 
 
 def verify_chain(
-    data: bytes, *, genesis: str, where: str, allow_torn_tail: bool = False
+    data: bytes,
+    *,
+    genesis: str,
+    where: str,
+    start: int = 0,
+    end: int | None = None,
+    allow_torn_tail: bool = False,
 ) -> ChainFacts:
-    """Check a trajectory's hash chain from ``genesis``; refuse any break.
+    """Check the hash chain of the events in ``data[start:end]`` from ``genesis``.
 
     With ``allow_torn_tail`` (an attempt recovered after a crash) an unterminated
     final fragment is left out of the facts instead of refused; it is never parsed.
+    ``bytes`` in the facts counts from ``start``.
     """
+    end = len(data) if end is None else end
     head = genesis
     count = 0
-    start = 0
-    end = len(data)
-    if allow_torn_tail and data and not data.endswith(b"\n"):
-        end = data.rfind(b"\n") + 1
-    elif data and not data.endswith(b"\n"):
-        raise EvidenceError("trajectory-torn", f"{where}: last line is not terminated")
+    at = start
+    if end > start and data[end - 1] != 10:  # b"\n"
+        if not allow_torn_tail:
+            raise EvidenceError("trajectory-torn", f"{where}: last line is not terminated")
+        end = max(data.rfind(b"\n", start, end) + 1, start)
+    view = memoryview(data)
+    sha256 = hashlib.sha256
+    find = data.find
+    expected = head.encode()
     last_start = -1
-    while start < end:
-        stop = data.index(b"\n", start) + 1
-        line = data[start:stop]
-        if not line.startswith(_PREFIX) or line[_PREV_START:_PREV_END] != head.encode():
+    while at < end:
+        stop = find(b"\n", at, end) + 1
+        if not data.startswith(_PREFIX, at) or data[at + _PREV_START : at + _PREV_END] != expected:
             raise EvidenceError(
                 "chain-broken", f"{where}: event {count} does not follow the previous event"
             )
-        head = _line_digest(line)
-        last_start = start
-        start = stop
+        expected = b"sha256:" + sha256(view[at:stop]).hexdigest().encode()
+        last_start = at
+        at = stop
         count += 1
+    head = expected.decode()
     last_line = data[last_start:end] if last_start >= 0 else None
-    return ChainFacts(head=head, count=count, bytes=end, last_line=last_line, where=where)
+    return ChainFacts(head=head, count=count, bytes=end - start, last_line=last_line, where=where)
