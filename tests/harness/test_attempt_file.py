@@ -7,9 +7,9 @@ import dataclasses
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import Run
 
 from xaytune.core.canonical import sha256_digest
 from xaytune.core.errors import EvidenceError
@@ -98,7 +98,7 @@ def test_a_store_of_another_layout_is_refused_by_name(tmp_path: Path) -> None:
     assert STORE_MARKER in str(caught.value) and "v1" in str(caught.value)
 
 
-def test_a_stray_file_in_a_task_directory_is_refused(verified_run: Run) -> None:
+def test_a_stray_file_in_a_task_directory_is_refused(verified_run: Any) -> None:
     stray = verified_run.attempt_file(3).parent / "notes.txt"
     stray.write_text("mine")
     with pytest.raises(EvidenceError) as caught:
@@ -107,7 +107,7 @@ def test_a_stray_file_in_a_task_directory_is_refused(verified_run: Run) -> None:
     assert "notes.txt" in str(caught.value)
 
 
-def test_the_spec_line_is_what_the_record_and_the_entry_name(verified_run: Run) -> None:
+def test_the_spec_line_is_what_the_record_and_the_entry_name(verified_run: Any) -> None:
     evidence = verified_run.evidence
     assert evidence is not None
     for entry in evidence.entries:
@@ -120,7 +120,7 @@ def test_the_spec_line_is_what_the_record_and_the_entry_name(verified_run: Run) 
         assert sha256_digest(parts.seal or b"") == entry.attempts[0].seal_digest
 
 
-def test_an_edited_spec_line_is_refused_even_when_valid_json(verified_run: Run) -> None:
+def test_an_edited_spec_line_is_refused_even_when_valid_json(verified_run: Any) -> None:
     path = verified_run.attempt_file(5)
     parts = AttemptParts.of(path.read_bytes(), str(path))
     spec = json.loads(parts.spec)
@@ -139,7 +139,7 @@ def _crash_mid_event(path: Path) -> bytes:
     return dataclasses.replace(parts, seal=None, tail=parts.events[-1][:40]).join()
 
 
-def test_a_recovered_fragment_is_kept_outside_the_chain_and_verifies(verified_run: Run) -> None:
+def test_a_recovered_fragment_is_kept_outside_the_chain_and_verifies(verified_run: Any) -> None:
     path = verified_run.attempt_file(6)
     torn = _crash_mid_event(path)
     path.write_bytes(torn)
@@ -155,7 +155,7 @@ def test_a_recovered_fragment_is_kept_outside_the_chain_and_verifies(verified_ru
     assert evidence.entries[6].attempts[0].recovered
 
 
-def test_a_second_line_after_a_recovered_chain_is_refused(verified_run: Run) -> None:
+def test_a_second_line_after_a_recovered_chain_is_refused(verified_run: Any) -> None:
     path = verified_run.attempt_file(6)
     path.write_bytes(_crash_mid_event(path))
     recover_open_attempt(StoredAttempt(6, 1, path))
@@ -168,7 +168,7 @@ def test_a_second_line_after_a_recovered_chain_is_refused(verified_run: Run) -> 
     assert str(path) in str(caught.value)
 
 
-def test_an_extra_line_after_a_sealed_chain_is_refused(verified_run: Run) -> None:
+def test_an_extra_line_after_a_sealed_chain_is_refused(verified_run: Any) -> None:
     path = verified_run.attempt_file(8)
     parts = AttemptParts.of(path.read_bytes(), str(path))
     path.write_bytes(dataclasses.replace(parts, events=(*parts.events, b"{}\n")).join())
@@ -195,3 +195,15 @@ def test_a_crash_mid_event_reads_as_open_and_bytes_after_a_seal_as_torn(
         appended.verify()
     assert caught.value.reason == "trajectory-torn"
     assert "after its seal" in str(caught.value)
+
+
+def test_verifying_a_store_of_another_layout_names_the_layout(verified_run: Any) -> None:
+    marker = verified_run.store.root / STORE_MARKER
+    marker.write_text('{"schema":"xaytune.evidence-store/v1"}\n')
+    with pytest.raises(EvidenceError) as caught:
+        verified_run.verify()
+    assert caught.value.reason == "store-schema"
+    with pytest.raises(EvidenceError) as caught:
+        verified_run.assemble()
+    assert caught.value.reason == "store-schema"
+    assert str(marker) in str(caught.value)

@@ -138,6 +138,7 @@ def assemble_evidence(
         raise refuse(
             "attribution-mismatch", "specs of one replicate differ in harness or replicate"
         )
+    store.check_schema()
     evidence = _rebuild(
         store,
         suite=suite,
@@ -176,6 +177,7 @@ def verify_run_evidence(
     assignment = _check_claims(evidence, suite, source)
     if reuse:
         return
+    store.check_schema()
     # Which attempts exist is compared before any is rebuilt: a deleted, added or
     # quarantined attempt is named as such, not by what rebuilding it would find.
     check_quarantine(store, assignment)

@@ -227,19 +227,26 @@ class HarnessEvidenceStore:
         marker = self.root / STORE_MARKER
         self._marked = marker.exists()
         if self._marked:
-            schema = _marker_schema(marker)
-            if schema != STORE_SCHEMA:
-                raise EvidenceError(
-                    "store-schema",
-                    f"{marker}: store schema {schema!r}, this xaytune writes {STORE_SCHEMA}; "
-                    "use a fresh output directory",
-                )
+            self.check_schema()
         else:
             self.root.mkdir(parents=True, exist_ok=True)
             atomic_write(
                 marker, canonical_bytes({"schema": STORE_SCHEMA}) + b"\n", durable=self.durable
             )
             self._marked = True
+
+    def check_schema(self) -> None:
+        """Refuse (``store-schema``) a store whose marker names another layout."""
+        marker = self.root / STORE_MARKER
+        if not marker.exists():
+            return
+        schema = _marker_schema(marker)
+        if schema != STORE_SCHEMA:
+            raise EvidenceError(
+                "store-schema",
+                f"{marker}: store schema {schema!r}, this xaytune reads and writes "
+                f"{STORE_SCHEMA}; use a fresh output directory",
+            )
 
     def task_output(self, position: int) -> Path:
         """The directory where the task at ``position`` writes its attempt files."""
