@@ -12,8 +12,8 @@ from typing import Any
 
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.errors import EvidenceError
-from xaytune.harness._io import durable_dir, write_all
-from xaytune.harness.attempt_file import split_attempt
+from xaytune.harness._io import durable_dir, write_all, write_file
+from xaytune.harness.attempt_file import attempt_name, split_attempt
 from xaytune.harness.spec import AgentExecutionSpec
 from xaytune.harness.store import (
     Outcome,
@@ -27,6 +27,7 @@ from xaytune.harness.trajectory import WRITER, TrajectoryWriter, verify_chain
 __all__ = [
     "AttemptSession",
     "PendingSeal",
+    "attribution_facts",
     "attribution_of",
     "record_bytes",
     "recover_open_attempt",
@@ -42,7 +43,7 @@ def spec_bytes(spec: AgentExecutionSpec) -> bytes:
 def _check_same_spec(directory: str, number: int, spec_line: bytes) -> None:
     """Refuse a new attempt of a task whose earlier attempt ran another spec."""
     for earlier in range(number - 1, 0, -1):
-        path = os.path.join(directory, f"{earlier:03d}.jsonl")
+        path = os.path.join(directory, attempt_name(earlier))
         try:
             with open(path, "rb") as handle:
                 first = handle.readline()
@@ -56,20 +57,44 @@ def _check_same_spec(directory: str, number: int, spec_line: bytes) -> None:
         return
 
 
+def attribution_facts(
+    *,
+    suite_digest: str,
+    assignment_digest: str,
+    task_id: str,
+    position: int,
+    seed: int,
+    replicate: int,
+    harness_fingerprint: str,
+    spec_fingerprint: str,
+) -> dict[str, Any]:
+    """A record's attribution: what the writer records and verification expects."""
+    return {
+        "suite_digest": suite_digest,
+        "assignment_digest": assignment_digest,
+        "task_id": task_id,
+        "position": position,
+        "seed": seed,
+        "replicate": replicate,
+        "harness_fingerprint": harness_fingerprint,
+        "spec_fingerprint": spec_fingerprint,
+    }
+
+
 def attribution_of(spec: AgentExecutionSpec) -> dict[str, Any]:
     """The attribution a task-bound spec's attempts record."""
     binding = spec.binding
     assert binding is not None
-    return {
-        "suite_digest": binding.suite_digest,
-        "assignment_digest": binding.assignment_digest,
-        "task_id": binding.task_id,
-        "position": binding.position,
-        "seed": binding.seed,
-        "replicate": spec.replicate,
-        "harness_fingerprint": spec.harness_fingerprint,
-        "spec_fingerprint": spec.fingerprint,
-    }
+    return attribution_facts(
+        suite_digest=binding.suite_digest,
+        assignment_digest=binding.assignment_digest,
+        task_id=binding.task_id,
+        position=binding.position,
+        seed=binding.seed,
+        replicate=spec.replicate,
+        harness_fingerprint=spec.harness_fingerprint,
+        spec_fingerprint=spec.fingerprint,
+    )
 
 
 def record_bytes(number: int, attribution: dict[str, Any], model: bytes) -> bytes:
@@ -96,19 +121,6 @@ def record_bytes(number: int, attribution: dict[str, Any], model: bytes) -> byte
 _WRITER_JSON = canonical_bytes(WRITER)
 
 
-_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
-
-
-def _append(path: str, data: bytes, *, durable: bool) -> None:
-    fd = os.open(path, _APPEND)
-    try:
-        write_all(fd, data)
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 @dataclass(frozen=True, slots=True)
 class PendingSeal:
     """A seal line not yet appended: the attempt is still open."""
@@ -119,7 +131,7 @@ class PendingSeal:
 
     def commit(self, *, durable: bool) -> None:
         """Append the seal line (and make it durable when ``durable``)."""
-        _append(self.path, self.line, durable=durable)
+        write_file(self.path, self.line, durable=durable, append=True)
 
 
 class AttemptSession:
@@ -216,8 +228,11 @@ class AttemptSession:
             self._fd = -1
 
 
-def recover_open_attempt(attempt: StoredAttempt, *, durable: bool = True) -> None:
-    """Seal an open attempt left by a crash as ``partial`` and ``recovered``.
+def recover_open_attempt(
+    attempt: StoredAttempt, *, durable: bool = True, data: bytes | None = None
+) -> bytes:
+    """Seal an open attempt left by a crash as ``partial`` and ``recovered``; return
+    the file's bytes once sealed (``data``: its bytes, when the caller has read them).
 
     Nothing is deleted or rewritten: the spend is what its whole events record (or
     what its end event says, when it ended but was never sealed: its outcome is then
@@ -225,7 +240,8 @@ def recover_open_attempt(attempt: StoredAttempt, *, durable: bool = True) -> Non
     sealed bytes, and the seal says ``recovered: true``.
     """
     where = str(attempt.path)
-    data = attempt.read()
+    if data is None:
+        data = attempt.read()
     layout = split_attempt(data, where)
     if layout.sealed:
         raise EvidenceError("not-open", f"{where}: attempt {attempt.name} is sealed")
@@ -260,8 +276,9 @@ def recover_open_attempt(attempt: StoredAttempt, *, durable: bool = True) -> Non
         "attempt_record": genesis,
         "recovered": True,
     }
-    terminator = b"\n" if layout.torn else b""
-    _append(str(attempt.path), terminator + seal_bytes(seal), durable=durable)
+    sealing = (b"\n" if layout.torn else b"") + seal_bytes(seal)
+    write_file(attempt.path, sealing, durable=durable, append=True)
+    return data + sealing
 
 
 def _spend_from_events(data: bytes) -> Spend:

@@ -1,4 +1,5 @@
-"""Plain file writes of the store: whole-or-nothing, unbuffered, fsync on request."""
+"""Plain file I/O of the store: whole reads, whole-or-nothing or appended writes,
+unbuffered, fsync on request."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ __all__ = [
     "atomic_write",
     "atomic_write_chunks",
     "durable_dir",
-    "fsync_dir",
-    "fsync_file",
+    "read_file",
     "write_all",
     "write_file",
 ]
+
+_READ = os.O_RDONLY | os.O_CLOEXEC
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
 
 
 def atomic_write(path: Path | str, data: bytes, *, durable: bool = True) -> None:
@@ -29,7 +33,7 @@ def atomic_write_chunks(path: Path | str, chunks: Iterable[bytes], *, durable: b
     """:func:`atomic_write` of the concatenated ``chunks``, never held whole."""
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    fd = os.open(tmp, _CREATE, 0o666)
     try:
         pending: list[bytes] = []
         size = 0
@@ -53,13 +57,13 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def write_file(path: Path | str, data: bytes, *, durable: bool, exclusive: bool = False) -> None:
-    """Create (or truncate) ``path`` and write ``data``; fsync it when ``durable``.
+def write_file(path: Path | str, data: bytes, *, durable: bool, append: bool = False) -> None:
+    """Create (or truncate) ``path``, or append to it when ``append``, and write
+    ``data``; fsync it when ``durable``.
 
     Plain ``os`` calls: no buffered file object, no tty probe, no seek.
     """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_EXCL if exclusive else os.O_TRUNC)
-    fd = os.open(path, flags, 0o666)
+    fd = os.open(path, _APPEND if append else _CREATE, 0o666)
     try:
         write_all(fd, data)
         if durable:
@@ -68,19 +72,18 @@ def write_file(path: Path | str, data: bytes, *, durable: bool, exclusive: bool 
         os.close(fd)
 
 
-def fsync_file(path: Path | str) -> None:
-    """Flush a file already written to disk."""
-    fd = os.open(path, os.O_RDONLY)
+def read_file(path: Path | str) -> bytes:
+    """A whole file in one read (a short read of a regular file is its end)."""
+    fd = os.open(path, _READ)
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: Path | str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size + 1)
+        if len(data) > size:  # it grew while being read: read the rest
+            chunks = [data]
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            data = b"".join(chunks)
+        return data
     finally:
         os.close(fd)
 
@@ -88,4 +91,8 @@ def fsync_dir(path: Path | str) -> None:
 def durable_dir(path: Path | str, *, durable: bool) -> None:
     """fsync a directory (so a rename or a new file in it is durable) when ``durable``."""
     if durable:
-        fsync_dir(path)
+        fd = os.open(path, _READ)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

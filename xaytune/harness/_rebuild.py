@@ -9,17 +9,16 @@ is sealed complete. Each file is read once and each byte hashed once.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
-from xaytune.core.canonical import canonical_bytes, fingerprint
+from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
 from xaytune.core.domain.benchmark import BenchmarkSuite, TaskAssignment
 from xaytune.core.errors import EvidenceError
-from xaytune.harness._attempt import record_bytes
+from xaytune.harness._attempt import attribution_facts, record_bytes
 from xaytune.harness._evidence_records import AttemptEvidence, EvidenceEntry
+from xaytune.harness._io import read_file
 from xaytune.harness.attempt_file import SEAL_PREFIX, AttemptLayout, split_attempt
 from xaytune.harness.store import AttemptRecord, AttemptSeal, HarnessEvidenceStore
 from xaytune.harness.trajectory import verify_chain
@@ -27,31 +26,9 @@ from xaytune.models._protocol import ModelIdentity
 
 __all__ = ["Rebuild", "check_quarantine", "refuse"]
 
-_READ = os.O_RDONLY | os.O_CLOEXEC
-
 
 def refuse(reason: str, message: str) -> EvidenceError:
     return EvidenceError(reason, message)
-
-
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def _read(path: str) -> bytes:
-    """A whole file in one read (a short read of a regular file is its end)."""
-    fd = os.open(path, _READ)
-    try:
-        size = os.fstat(fd).st_size
-        data = os.read(fd, size + 1)
-        if len(data) > size:  # it grew while being read: read the rest
-            chunks = [data]
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-            data = b"".join(chunks)
-        return data
-    finally:
-        os.close(fd)
 
 
 class _Expected:
@@ -75,16 +52,16 @@ class _Expected:
         self.model_bytes: bytes | None = None
 
     def attribution(self, *, task_id: str, position: int, spec_fingerprint: str) -> dict[str, Any]:
-        return {
-            "suite_digest": self.suite.digest,
-            "assignment_digest": self.assignment.digest,
-            "task_id": task_id,
-            "position": position,
-            "seed": self.assignment.seed,
-            "replicate": self.replicate,
-            "harness_fingerprint": self.harness_fingerprint,
-            "spec_fingerprint": spec_fingerprint,
-        }
+        return attribution_facts(
+            suite_digest=self.suite.digest,
+            assignment_digest=self.assignment.digest,
+            task_id=task_id,
+            position=position,
+            seed=self.assignment.seed,
+            replicate=self.replicate,
+            harness_fingerprint=self.harness_fingerprint,
+            spec_fingerprint=spec_fingerprint,
+        )
 
 
 class _Rebuilt:
@@ -175,7 +152,7 @@ def _rebuild_attempt(
 ) -> _Rebuilt:
     where = f"task {task_id} attempt {number:03d} ({path})"
     try:
-        data = _read(path)
+        data = read_file(path)
     except OSError as error:
         raise refuse("bad-record", f"{where}: unreadable ({error.strerror})") from None
     layout = split_attempt(data, where)
@@ -184,7 +161,7 @@ def _rebuild_attempt(
     spec_line = data[: layout.spec_end - 1]
     if first_spec is not None and spec_line != first_spec:
         raise refuse("attribution-mismatch", f"{where}: ran another spec than the first attempt")
-    spec_fingerprint = _digest(spec_line)
+    spec_fingerprint = sha256_digest(spec_line)
     record_raw = data[layout.spec_end : layout.record_end]
     attribution = expected.attribution(
         task_id=task_id, position=position, spec_fingerprint=spec_fingerprint
@@ -198,7 +175,7 @@ def _rebuild_attempt(
     except ValueError as error:
         first = str(error).splitlines()[0]
         raise refuse("bad-seal", f"{where}: unreadable seal ({first})") from None
-    record_digest = _digest(record_raw)
+    record_digest = sha256_digest(record_raw)
     if seal.attempt_record != record_digest or seal.attempt != number:
         raise refuse("digest-mismatch", f"{where}: the seal is not this attempt's record's")
     chain = seal.trajectory
@@ -223,7 +200,9 @@ def _rebuild_attempt(
             f"seal says {chain.events}, {chain.head[:19]}...",
         )
     _check_seal_claim(seal, facts.last_event, where)
-    return _Rebuilt(seal, _digest(seal_raw), record_digest, model, spec_line, spec_fingerprint)
+    return _Rebuilt(
+        seal, sha256_digest(seal_raw), record_digest, model, spec_line, spec_fingerprint
+    )
 
 
 def _check_seal_claim(seal: AttemptSeal, last: dict[str, Any] | None, where: str) -> None:

@@ -263,12 +263,13 @@ class HarnessRunner:
         attested = False
         for number, path in attempt_paths(spec.output_uri):
             attempt = StoredAttempt(position, number, Path(path))
-            if remove_empty_claim(attempt):  # a claim killed before its record
+            data = attempt.read()  # once: recovery appends to these very bytes
+            if remove_empty_claim(attempt, data):  # a claim killed before its record
                 continue
-            if attempt.is_open:
-                recover_open_attempt(attempt)
-            data = attempt.read()
-            layout = split_attempt(data, str(attempt.path))
+            layout = split_attempt(data, path)
+            if not layout.sealed:
+                data = recover_open_attempt(attempt, data=data)
+                layout = split_attempt(data, path)
             seal = AttemptSeal.model_validate_json(data[layout.events_end :])
             record = AttemptRecord.model_validate_json(data[layout.spec_end : layout.record_end])
             if record.attribution.spec_fingerprint != spec.fingerprint:

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from xaytune.core._frozen import FrozenRecord
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import EvidenceError
-from xaytune.harness._io import atomic_write, atomic_write_chunks
+from xaytune.harness._io import atomic_write, atomic_write_chunks, read_file
 from xaytune.harness.attempt_file import ATTEMPT_SUFFIX, attempt_name, split_attempt
 from xaytune.models._protocol import ModelIdentity
 
@@ -194,8 +194,7 @@ class StoredAttempt:
 
     def read(self) -> bytes:
         """The attempt file's bytes."""
-        with open(self.path, "rb") as handle:
-            return handle.read()
+        return read_file(self.path)
 
     @property
     def is_open(self) -> bool:
@@ -382,14 +381,15 @@ def claim_attempt(task_dir: Path | str) -> tuple[int, str, int]:
             os.makedirs(directory, exist_ok=True)
 
 
-def remove_empty_claim(attempt: StoredAttempt) -> bool:
+def remove_empty_claim(attempt: StoredAttempt, data: bytes | None = None) -> bool:
     """Remove an attempt file in which nothing was recorded (no whole record line).
 
     The record is written before the first model call, so such a file spent
     nothing and proves nothing; it is what a crash between claim and record leaves.
+    ``data`` is the file's bytes when the caller has read them.
     """
     try:
-        split_attempt(attempt.read(), str(attempt.path))
+        split_attempt(attempt.read() if data is None else data, str(attempt.path))
     except EvidenceError:
         os.remove(attempt.path)
         return True

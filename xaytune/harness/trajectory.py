@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from xaytune.core.canonical import sha256_digest
 from xaytune.core.errors import EvidenceError
 from xaytune.harness._io import write_all
 from xaytune.harness.spec import WRITER_V1
@@ -31,10 +32,6 @@ WRITER = WRITER_V1
 _PREFIX = b'{"prev":"sha256:'
 _PREV_START = len(b'{"prev":"')
 _PREV_END = _PREV_START + len("sha256:") + 64
-
-
-def _line_digest(line: bytes) -> str:
-    return "sha256:" + hashlib.sha256(line).hexdigest()
 
 
 # json.dumps(..., sort_keys=True, separators=(",", ":"), ensure_ascii=False) and
@@ -64,7 +61,7 @@ class TrajectoryWriter:
         """Write one event; return its digest (the new head)."""
         line = _encode(self.head, self.count, kind, payload)
         write_all(self.fd, line)
-        self.head = _line_digest(line)
+        self.head = sha256_digest(line)
         self.count += 1
         self.bytes += len(line)
         return self.head
