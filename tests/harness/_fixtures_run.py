@@ -13,8 +13,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from xaytune.core.canonical import sha256_digest
 from xaytune.core.domain.benchmark import SeededSample, SuiteSource, record_assignment
+from xaytune.core.errors import EvidenceError
 from xaytune.core.harness_evaluation import bind_task
 from xaytune.harness import (
     AgentExecutionSpec,
@@ -203,3 +206,12 @@ def read_attempt(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     events = [json.loads(line) for line in data[: facts.bytes].splitlines()]
     assert [event["seq"] for event in events] == list(range(len(events)))
     return seal, events
+
+
+def refused(action: Callable[[], object], reason: str) -> EvidenceError:
+    """Run ``action``; it must raise EvidenceError with ``reason``, in one line."""
+    with pytest.raises(EvidenceError) as caught:
+        action()
+    assert caught.value.reason == reason, str(caught.value)
+    assert "\n" not in str(caught.value)
+    return caught.value

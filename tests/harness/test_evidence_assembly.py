@@ -6,21 +6,14 @@ import json
 from dataclasses import replace
 
 import pytest
+from _fixtures_run import refused
 
 import xaytune.harness.evidence as evidence_module
-from xaytune.core.errors import EvidenceError
 from xaytune.harness import HarnessRunner, Toolbox
 from xaytune.harness.attempt_file import AttemptParts
 from xaytune.models.simulated import SimulatedModel
 
 TOOLS = frozenset({"calculator"})
-
-
-def refused(action, reason: str) -> EvidenceError:
-    with pytest.raises(EvidenceError) as caught:
-        action()
-    assert caught.value.reason == reason, str(caught.value)
-    return caught.value
 
 
 def test_every_assigned_task_is_attested_in_assignment_order(verified_run):

@@ -14,22 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from _fixtures_run import refused
 
-from xaytune.core.errors import EvidenceError
 from xaytune.harness.attempt_file import AttemptParts
 from xaytune.harness.evidence import EvidenceEntry, HarnessRunEvidence
 from xaytune.harness.publish import load_published, publish_evidence
 
 POSITION = 5
-
-
-def refused(action, reason: str) -> EvidenceError:
-    """Run ``action``; it must raise EvidenceError with ``reason``."""
-    with pytest.raises(EvidenceError) as caught:
-        action()
-    assert caught.value.reason == reason, str(caught.value)
-    assert "\n" not in str(caught.value)
-    return caught.value
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from _fixtures_run import refused
 
 from xaytune.core.canonical import canonical_bytes
-from xaytune.core.errors import EvidenceError
 from xaytune.harness.attempt_file import AttemptParts
 from xaytune.harness.evidence import HarnessRunEvidence
 from xaytune.harness.publish import (
@@ -19,13 +19,6 @@ from xaytune.harness.publish import (
     load_published,
     publish_evidence,
 )
-
-
-def refused(action, reason: str) -> EvidenceError:
-    with pytest.raises(EvidenceError) as caught:
-        action()
-    assert caught.value.reason == reason, str(caught.value)
-    return caught.value
 
 
 def hex_of(digest: str) -> str:

@@ -16,6 +16,7 @@ from xaytune.harness._io import durable_dir, write_all, write_file
 from xaytune.harness.attempt_file import attempt_name, split_attempt
 from xaytune.harness.spec import AgentExecutionSpec
 from xaytune.harness.store import (
+    SEAL_SCHEMA,
     Outcome,
     Spend,
     StoredAttempt,
@@ -27,6 +28,7 @@ from xaytune.harness.trajectory import WRITER, TrajectoryWriter, verify_chain
 __all__ = [
     "AttemptSession",
     "PendingSeal",
+    "RecordTemplate",
     "attribution_facts",
     "attribution_of",
     "record_bytes",
@@ -121,6 +123,71 @@ def record_bytes(number: int, attribution: dict[str, Any], model: bytes) -> byte
 _WRITER_JSON = canonical_bytes(WRITER)
 
 
+def _json_string(text: str) -> bytes:
+    """``canonical_bytes(text)``; a printable ASCII string without ``"`` or ``\\``
+    (a fingerprint, most task ids) is itself in quotes."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return b'"%s"' % text.encode()
+    return canonical_bytes(text)
+
+
+# Placeholders a RecordTemplate's record is built with, by the fact each stands for
+# (in the order their keys sort).
+_HOLES = {"position": "\x00position", "spec_fingerprint": "\x00spec", "task_id": "\x00task"}
+
+
+class RecordTemplate:
+    """:func:`record_bytes` for the attempts of one replicate, as a template.
+
+    Everything but the attempt number, task id, position and spec fingerprint is
+    the same for every attempt of a replicate, so its canonical bytes are built
+    once, through :func:`attribution_facts` and :func:`record_bytes` themselves
+    (keys sort by name, never by value), and each record is those bytes with the
+    four filled in: ``line(...) == record_bytes(number, attribution_facts(...), model)``.
+    Verification compares a stored record with it.
+    """
+
+    __slots__ = ("_format",)
+
+    def __init__(
+        self,
+        *,
+        suite_digest: str,
+        assignment_digest: str,
+        seed: int,
+        replicate: int,
+        harness_fingerprint: str,
+        model: bytes,
+    ) -> None:
+        attribution = attribution_facts(
+            suite_digest=suite_digest,
+            assignment_digest=assignment_digest,
+            seed=seed,
+            replicate=replicate,
+            harness_fingerprint=harness_fingerprint,
+            **_HOLES,  # type: ignore[arg-type]
+        )
+        head = b'{"attempt":0,'
+        line = record_bytes(0, attribution, model)
+        marks = [canonical_bytes(hole) for hole in _HOLES.values()]
+        # Keys sort by name, so the holes come in _HOLES's order, each once.
+        at = [line.find(mark) for mark in marks]
+        assert line.startswith(head) and len(head) < at[0] < at[1] < at[2]
+        body = line[len(head) :].replace(b"%", b"%%")
+        for mark in marks:
+            body = body.replace(mark, b"%s")
+        self._format = b'{"attempt":%d,' + body
+
+    def line(self, number: int, *, task_id: str, position: int, spec_fingerprint: str) -> bytes:
+        """The record line of attempt ``number`` of the task at ``position``."""
+        return self._format % (
+            number,
+            b"%d" % position,
+            _json_string(spec_fingerprint),
+            _json_string(task_id),
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class PendingSeal:
     """A seal line not yet appended: the attempt is still open."""
@@ -205,7 +272,7 @@ class AttemptSession:
             durable_dir(os.path.dirname(self.path), durable=True)
         self.close()
         seal = {
-            "schema": "xaytune.attempt-seal/v1",
+            "schema": SEAL_SCHEMA,
             "attempt": self.number,
             "status": status,
             "outcome": outcome_dict,
@@ -262,7 +329,7 @@ def recover_open_attempt(
     else:
         spend = _spend_from_events(data[layout.record_end : layout.record_end + facts.bytes])
     seal = {
-        "schema": "xaytune.attempt-seal/v1",
+        "schema": SEAL_SCHEMA,
         "attempt": attempt.number,
         "status": "partial",
         "outcome": None,

@@ -9,22 +9,21 @@ is sealed complete. Each file is read once and each byte hashed once.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
 from xaytune.core.domain.benchmark import BenchmarkSuite, TaskAssignment
 from xaytune.core.errors import EvidenceError
-from xaytune.harness._attempt import attribution_facts, record_bytes
+from xaytune.harness._attempt import RecordTemplate, attribution_facts
 from xaytune.harness._evidence_records import AttemptEvidence, EvidenceEntry
 from xaytune.harness._io import read_file
-from xaytune.harness.attempt_file import SEAL_PREFIX, AttemptLayout, split_attempt
-from xaytune.harness.store import AttemptRecord, AttemptSeal, HarnessEvidenceStore
-from xaytune.harness.trajectory import verify_chain
+from xaytune.harness.attempt_file import SEAL_PREFIX, AttemptLayout, parse_line, split_attempt
+from xaytune.harness.store import SEAL_SCHEMA, AttemptRecord, AttemptSeal, HarnessEvidenceStore
+from xaytune.harness.trajectory import WRITER, verify_chain
 from xaytune.models._protocol import ModelIdentity
 
-__all__ = ["Rebuild", "check_quarantine", "refuse"]
+__all__ = ["Rebuild", "check_quarantine", "compare_attempt_numbers", "refuse"]
 
 
 def refuse(reason: str, message: str) -> EvidenceError:
@@ -33,9 +32,9 @@ def refuse(reason: str, message: str) -> EvidenceError:
 
 class _Expected:
     """What every attempt of one replicate must be attributed to (and, once the first
-    record is read, the model it ran on and that model's canonical bytes)."""
+    record is read, the model it ran on and the template of its records)."""
 
-    __slots__ = ("assignment", "harness_fingerprint", "model", "model_bytes", "replicate", "suite")
+    __slots__ = ("assignment", "harness_fingerprint", "model", "records", "replicate", "suite")
 
     def __init__(
         self,
@@ -49,7 +48,7 @@ class _Expected:
         self.harness_fingerprint = harness_fingerprint
         self.replicate = replicate
         self.model: ModelIdentity | None = None
-        self.model_bytes: bytes | None = None
+        self.records: RecordTemplate | None = None
 
     def attribution(self, *, task_id: str, position: int, spec_fingerprint: str) -> dict[str, Any]:
         return attribution_facts(
@@ -63,31 +62,126 @@ class _Expected:
             spec_fingerprint=spec_fingerprint,
         )
 
+    def learn_model(self, model: ModelIdentity | None) -> None:
+        """The replicate's model, from its first record: every later record is compared
+        as bytes with the record these facts give."""
+        self.model = model
+        self.records = RecordTemplate(
+            suite_digest=self.suite.digest,
+            assignment_digest=self.assignment.digest,
+            seed=self.assignment.seed,
+            replicate=self.replicate,
+            harness_fingerprint=self.harness_fingerprint,
+            model=canonical_bytes(None if model is None else model.model_dump(mode="json")),
+        )
+
 
 class _Rebuilt:
-    """Facts of one stored attempt, rebuilt from its file alone."""
+    """Facts of one stored attempt, rebuilt from its file alone.
 
-    __slots__ = ("model", "record_digest", "seal", "seal_digest", "spec_fingerprint", "spec_line")
+    ``seal`` is the seal line parsed, checked against the file (record digest,
+    chain, end event) but not typed: assembly types it (:meth:`fields`), and
+    verification compares it with the typed attempt the evidence claims
+    (:meth:`matches`), which then stands for its types.
+    """
+
+    __slots__ = (
+        "chain_bytes",
+        "model",
+        "record_digest",
+        "seal",
+        "seal_digest",
+        "spec_fingerprint",
+        "spec_line",
+        "where",
+    )
 
     def __init__(
         self,
-        seal: AttemptSeal,
+        seal: dict[str, Any],
+        *,
         seal_digest: str,
         record_digest: str,
+        chain_bytes: int,
         model: ModelIdentity | None,
         spec_line: bytes,
         spec_fingerprint: str,
+        where: str,
     ) -> None:
         self.seal = seal
         self.seal_digest = seal_digest
         self.record_digest = record_digest
+        self.chain_bytes = chain_bytes
         self.model = model
         self.spec_line = spec_line
         self.spec_fingerprint = spec_fingerprint
+        self.where = where
+
+    @property
+    def number(self) -> int:
+        return self.seal["attempt"]  # type: ignore[no-any-return]
+
+    @property
+    def complete(self) -> bool:
+        return self.seal["status"] == "complete"
+
+    def fields(self) -> dict[str, Any]:
+        """This attempt as the evidence records it: the fields of its
+        :class:`AttemptEvidence`, by name (``bad-seal`` if the seal is ill-typed)."""
+        try:
+            seal = AttemptSeal.model_validate(self.seal)
+        except ValueError as error:
+            first = str(error).splitlines()[0]
+            raise refuse("bad-seal", f"{self.where}: unreadable seal ({first})") from None
+        return {
+            "attempt": seal.attempt,
+            "status": seal.status,
+            "outcome": seal.outcome,
+            "spend": seal.spend,
+            "record_digest": self.record_digest,
+            "seal_digest": self.seal_digest,
+            "trajectory_head": seal.trajectory.head,
+            "trajectory_events": seal.trajectory.events,
+            "recovered": seal.recovered,
+        }
+
+    def matches(self, claim: AttemptEvidence) -> bool:
+        """Whether ``claim`` is this attempt as :meth:`fields` gives it: its seal is the
+        seal ``claim`` implies, value for value (an outcome's and a spend's fields are
+        plain JSON values, so a record's ``__dict__`` is its JSON form)."""
+        outcome = claim.outcome
+        return (
+            type(claim) is AttemptEvidence
+            and claim.record_digest == self.record_digest
+            and claim.seal_digest == self.seal_digest
+            and self.seal
+            == {
+                "schema": SEAL_SCHEMA,
+                "attempt": claim.attempt,
+                "status": claim.status,
+                "outcome": None if outcome is None else outcome.__dict__,
+                "spend": claim.spend.__dict__,
+                "trajectory": {
+                    "writer": WRITER,
+                    "events": claim.trajectory_events,
+                    "bytes": self.chain_bytes,
+                    "head": claim.trajectory_head,
+                },
+                "attempt_record": self.record_digest,
+                "recovered": claim.recovered,
+            }
+        )
 
 
 def _check_record(
-    record_raw: bytes, where: str, *, number: int, attribution: dict[str, Any], expected: _Expected
+    record_raw: bytes,
+    where: str,
+    *,
+    number: int,
+    task_id: str,
+    position: int,
+    spec_fingerprint: str,
+    expected: _Expected,
 ) -> ModelIdentity | None:
     """The record is the one these facts give; returns the model it names.
 
@@ -95,8 +189,9 @@ def _check_record(
     canonical record of the expected facts (what the writer wrote); a record that
     differs is parsed to name what differs.
     """
-    if expected.model_bytes is not None and record_raw == record_bytes(
-        number, attribution, expected.model_bytes
+    records = expected.records
+    if records is not None and record_raw == records.line(
+        number, task_id=task_id, position=position, spec_fingerprint=spec_fingerprint
     ):
         return expected.model
     try:
@@ -105,6 +200,9 @@ def _check_record(
         first = str(error).splitlines()[0]
         raise refuse("bad-record", f"{where}: record unreadable ({first})") from None
     actual = record.attribution
+    attribution = expected.attribution(
+        task_id=task_id, position=position, spec_fingerprint=spec_fingerprint
+    )
     for field, value in attribution.items():
         if getattr(actual, field) != value:
             raise refuse(
@@ -113,11 +211,8 @@ def _check_record(
             )
     if record.attempt != number:
         raise refuse("attribution-mismatch", f"{where}: record says attempt {record.attempt}")
-    if expected.model_bytes is None:
-        expected.model = record.model
-        expected.model_bytes = canonical_bytes(
-            None if record.model is None else record.model.model_dump(mode="json")
-        )
+    if records is None:
+        expected.learn_model(record.model)
     return record.model
 
 
@@ -135,7 +230,7 @@ def _refuse_unsealed(data: bytes, layout: AttemptLayout, where: str) -> NoReturn
         last = data.rfind(b"\n", 0, size - 1) + 1
         if last >= layout.record_end:
             try:
-                json.loads(data[last:])
+                parse_line(data[last:])
             except ValueError:
                 raise refuse("chain-broken", f"{where}: its last line is not JSON") from None
     raise refuse("open-attempt", f"{where}: open (no seal)")
@@ -163,78 +258,157 @@ def _rebuild_attempt(
         raise refuse("attribution-mismatch", f"{where}: ran another spec than the first attempt")
     spec_fingerprint = sha256_digest(spec_line)
     record_raw = data[layout.spec_end : layout.record_end]
-    attribution = expected.attribution(
-        task_id=task_id, position=position, spec_fingerprint=spec_fingerprint
-    )
     model = _check_record(
-        record_raw, where, number=number, attribution=attribution, expected=expected
+        record_raw,
+        where,
+        number=number,
+        task_id=task_id,
+        position=position,
+        spec_fingerprint=spec_fingerprint,
+        expected=expected,
     )
     seal_raw = data[layout.events_end :]
     try:
-        seal = AttemptSeal.model_validate_json(seal_raw)
-    except ValueError as error:
-        first = str(error).splitlines()[0]
-        raise refuse("bad-seal", f"{where}: unreadable seal ({first})") from None
+        seal = parse_line(seal_raw)
+        attempt, record, chain = seal["attempt"], seal["attempt_record"], seal["trajectory"]
+        head, events, chain_bytes, writer = (
+            chain["head"],
+            chain["events"],
+            chain["bytes"],
+            chain["writer"],
+        )
+        recovered = seal["recovered"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise refuse("bad-seal", f"{where}: unreadable seal ({error!r})") from None
+    if type(chain_bytes) is not int or writer != WRITER:
+        raise refuse("bad-seal", f"{where}: a seal of another writer ({writer!r})")
     record_digest = sha256_digest(record_raw)
-    if seal.attempt_record != record_digest or seal.attempt != number:
+    if record != record_digest or attempt != number:
         raise refuse("digest-mismatch", f"{where}: the seal is not this attempt's record's")
-    chain = seal.trajectory
     events_end = layout.events_end
-    if seal.recovered:
+    if recovered:
         # A recovered attempt may keep one terminated fragment after its chain.
-        chain_end = layout.record_end + chain.bytes
+        chain_end = layout.record_end + chain_bytes
         rest = data[chain_end:events_end] if chain_end <= events_end else b"?"
         if rest and rest.find(b"\n") != len(rest) - 1:
             raise refuse(
                 "chain-head-mismatch",
-                f"{where}: {events_end - layout.record_end} event bytes, seal says {chain.bytes}",
+                f"{where}: {events_end - layout.record_end} event bytes, seal says {chain_bytes}",
             )
         events_end = chain_end
     facts = verify_chain(
         data, genesis=record_digest, where=where, start=layout.record_end, end=events_end
     )
-    if facts.head != chain.head or facts.count != chain.events or facts.bytes != chain.bytes:
+    if facts.head != head or facts.count != events or facts.bytes != chain_bytes:
         raise refuse(
             "chain-head-mismatch",
             f"{where}: trajectory has {facts.count} events, head {facts.head[:19]}...; "
-            f"seal says {chain.events}, {chain.head[:19]}...",
+            f"seal says {events}, {str(head)[:19]}...",
         )
     _check_seal_claim(seal, facts.last_event, where)
     return _Rebuilt(
-        seal, sha256_digest(seal_raw), record_digest, model, spec_line, spec_fingerprint
+        seal,
+        seal_digest=sha256_digest(seal_raw),
+        record_digest=record_digest,
+        chain_bytes=chain_bytes,
+        model=model,
+        spec_line=spec_line,
+        spec_fingerprint=spec_fingerprint,
+        where=where,
     )
 
 
-def _check_seal_claim(seal: AttemptSeal, last: dict[str, Any] | None, where: str) -> None:
+def _check_seal_claim(seal: dict[str, Any], last: dict[str, Any] | None, where: str) -> None:
     """A seal's status and outcome must be what its trajectory's end event says."""
-    if seal.recovered:
+    status, outcome = seal.get("status"), seal.get("outcome")
+    if seal["recovered"]:
         # A recovered attempt was sealed after a crash: never complete, whatever its
         # trajectory says (an end event that was never sealed attests nothing).
-        if seal.status != "partial" or seal.outcome is not None:
+        if status != "partial" or outcome is not None:
             raise refuse("false-complete", f"{where}: a recovered attempt can only be partial")
         return
     end = last.get("v") if last is not None and last.get("type") == "end" else None
     if end is None:
         raise refuse("false-complete", f"{where}: trajectory has no end event for its seal")
-    if seal.status == "complete" and seal.outcome is None:
+    if status == "complete" and outcome is None:
         raise refuse("false-complete", f"{where}: sealed complete without an outcome")
-    if seal.status == "partial" and seal.outcome is not None:
+    if status == "partial" and outcome is not None:
         raise refuse("false-complete", f"{where}: sealed partial with an outcome")
-    claimed = {
-        "status": seal.status,
-        "outcome": None if seal.outcome is None else seal.outcome.model_dump(mode="json"),
-        "spend": seal.spend.model_dump(mode="json"),
-    }
-    if end != claimed:
+    if end != {"status": status, "outcome": outcome, "spend": seal.get("spend")}:
         raise refuse("false-complete", f"{where}: seal does not match the trajectory's end")
 
 
-def _rebuild_entry(
+class _TaskFacts:
+    """One assigned task as the store has it: every attempt rebuilt, and its status."""
+
+    __slots__ = ("attempts", "position", "status", "task_id")
+
+    def __init__(self, position: int, task_id: str, attempts: list[_Rebuilt], status: str) -> None:
+        self.position = position
+        self.task_id = task_id
+        self.attempts = attempts
+        self.status = status
+
+    @property
+    def model(self) -> ModelIdentity | None:
+        return self.attempts[0].model
+
+    def entry(self) -> EvidenceEntry:
+        """The evidence entry these facts are."""
+        return EvidenceEntry(
+            task_id=self.task_id,
+            position=self.position,
+            spec_fingerprint=self.attempts[0].spec_fingerprint,
+            status=self.status,  # type: ignore[arg-type]
+            attempts=tuple(AttemptEvidence(**attempt.fields()) for attempt in self.attempts),
+        )
+
+    def check(self, claimed: EvidenceEntry) -> None:
+        """Refuse ``claimed`` unless it is :meth:`entry` (compared without building it:
+        a record's fields are its ``__dict__``, compared as its ``==`` does)."""
+        task = claimed.task_id
+        compare_attempt_numbers(
+            task, [a.attempt for a in claimed.attempts], [r.number for r in self.attempts]
+        )
+        for mine, rebuilt in zip(claimed.attempts, self.attempts, strict=True):
+            if not rebuilt.matches(mine):
+                raise refuse(
+                    "digest-mismatch",
+                    f"task {task} attempt {mine.attempt:03d}: evidence "
+                    "does not match the stored attempt",
+                )
+        if (
+            type(claimed) is not EvidenceEntry
+            or claimed.task_id != self.task_id
+            or claimed.position != self.position
+            or claimed.spec_fingerprint != self.attempts[0].spec_fingerprint
+            or claimed.status != self.status
+        ):
+            raise refuse("digest-mismatch", f"task {task}: entry does not match the store")
+
+
+def compare_attempt_numbers(task: str, claimed: list[int], actual: list[int]) -> None:
+    """Refuse an attempt in ``actual`` (the store) but not ``claimed``, or the reverse."""
+    for number in actual:
+        if number not in claimed:
+            raise refuse(
+                "attempt-omitted",
+                f"task {task} attempt {number:03d} is in the store but not in the evidence",
+            )
+    for number in claimed:
+        if number not in actual:
+            raise refuse(
+                "attempt-missing",
+                f"task {task} attempt {number:03d} is in the evidence but not in the store",
+            )
+
+
+def _rebuild_task(
     position: int,
     task_id: str,
     stored: Sequence[tuple[int, str]],
     expected: _Expected,
-) -> tuple[EvidenceEntry, ModelIdentity | None]:
+) -> _TaskFacts:
     if not stored:
         raise refuse("no-attempts", f"task {task_id} (position {position}): no attempts")
     rebuilt: list[_Rebuilt] = []
@@ -245,41 +419,18 @@ def _rebuild_entry(
         )
         first_spec = attempt.spec_line
         rebuilt.append(attempt)
-    complete = [r for r in rebuilt if r.seal.status == "complete"]
-    if len(complete) > 1:
+    complete = sum(r.complete for r in rebuilt)
+    if complete > 1:
         raise refuse(
             "multiple-complete",
-            f"task {task_id}: {len(complete)} complete attempts; which one counts would be a "
+            f"task {task_id}: {complete} complete attempts; which one counts would be a "
             "choice after the fact",
         )
-    models = (
-        {None if r.model is None else fingerprint(r.model) for r in rebuilt}
-        if len(rebuilt) > 1
-        else ()
-    )
-    if len(models) > 1:
-        raise refuse("model-mismatch", f"task {task_id}: attempts ran on different models")
-    entry = EvidenceEntry(
-        task_id=task_id,
-        position=position,
-        spec_fingerprint=rebuilt[0].spec_fingerprint,
-        status="attested" if complete else "no-attested-result",
-        attempts=tuple(
-            AttemptEvidence(
-                attempt=r.seal.attempt,
-                status=r.seal.status,
-                outcome=r.seal.outcome,
-                spend=r.seal.spend,
-                record_digest=r.record_digest,
-                seal_digest=r.seal_digest,
-                trajectory_head=r.seal.trajectory.head,
-                trajectory_events=r.seal.trajectory.events,
-                recovered=r.seal.recovered,
-            )
-            for r in rebuilt
-        ),
-    )
-    return entry, rebuilt[0].model
+    if len(rebuilt) > 1:
+        models = {None if r.model is None else fingerprint(r.model) for r in rebuilt}
+        if len(models) > 1:
+            raise refuse("model-mismatch", f"task {task_id}: attempts ran on different models")
+    return _TaskFacts(position, task_id, rebuilt, "attested" if complete else "no-attested-result")
 
 
 def _quarantined_positions(store: HarnessEvidenceStore) -> dict[int, tuple[int, str]]:
@@ -325,6 +476,27 @@ class Rebuild:
         self.model: ModelIdentity | None = None
 
     def entries(self) -> Iterator[EvidenceEntry]:
+        """The rebuilt entries (what assembly records)."""
+        for task in self._tasks():
+            yield task.entry()
+
+    def compare(self, claimed: Sequence[EvidenceEntry]) -> None:
+        """Refuse the first entry of ``claimed`` the store does not rebuild.
+
+        A difference is raised after the whole rebuild, as when the rebuilt evidence
+        was compared whole: what the store does not support is refused first.
+        """
+        difference: EvidenceError | None = None
+        for mine, task in zip(claimed, self._tasks(), strict=True):
+            if difference is None:
+                try:
+                    task.check(mine)
+                except EvidenceError as error:
+                    difference = error
+        if difference is not None:
+            raise difference
+
+    def _tasks(self) -> Iterator[_TaskFacts]:
         store, assignment = self.store, self.expected.assignment
         if not self.quarantine_checked:
             check_quarantine(store, assignment)
@@ -332,12 +504,12 @@ class Rebuild:
         listings = self.listings
         for position, task_id in enumerate(assignment.task_ids):
             stored = store.attempt_paths(position) if listings is None else listings[position]
-            entry, entry_model = _rebuild_entry(position, task_id, stored, self.expected)
-            if model is None:
-                model = entry_model
-            elif entry_model != model:
+            task = _rebuild_task(position, task_id, stored, self.expected)
+            if position == 0:
+                model = task.model
+            elif task.model != model:
                 raise refuse("model-mismatch", f"task {task_id}: ran on another model than task 0")
-            yield entry
+            yield task
         extra = [p for p in store.positions() if p >= len(assignment.task_ids)]
         if extra:
             raise refuse(

@@ -22,7 +22,9 @@ line, the record line, each event line, the seal line).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 from xaytune.core.errors import EvidenceError
 
@@ -32,6 +34,7 @@ __all__ = [
     "AttemptLayout",
     "AttemptParts",
     "attempt_name",
+    "parse_line",
     "split_attempt",
 ]
 
@@ -59,6 +62,22 @@ class AttemptLayout:
     events_end: int
     sealed: bool
     torn: bool
+
+
+_DECODER = json.JSONDecoder()
+
+
+def parse_line(line: bytes) -> Any:
+    """The one JSON value on ``line`` (its newline, if any, excluded).
+
+    ``json.loads`` without its detours (encoding detection, whitespace): a line
+    of an attempt file is canonical JSON. ``ValueError`` if it is anything else.
+    """
+    text = line.decode()
+    value, end = _DECODER.raw_decode(text)
+    if end != len(text) and text[end:] != "\n":
+        raise ValueError(f"not one JSON value: extra data at {end}")
+    return value
 
 
 def split_attempt(data: bytes, where: str) -> AttemptLayout:

@@ -22,14 +22,13 @@ from xaytune.core.domain.benchmark import (
     TaskAssignment,
     record_assignment,
 )
-from xaytune.core.errors import EvidenceError
 from xaytune.harness._evidence_records import (
     EVIDENCE_SCHEMA,
     AttemptEvidence,
     EvidenceEntry,
     HarnessRunEvidence,
 )
-from xaytune.harness._rebuild import Rebuild, check_quarantine, refuse
+from xaytune.harness._rebuild import Rebuild, check_quarantine, compare_attempt_numbers, refuse
 from xaytune.harness.spec import AgentExecutionSpec
 from xaytune.harness.store import HarnessEvidenceStore
 
@@ -183,7 +182,7 @@ def verify_run_evidence(
     check_quarantine(store, assignment)
     listings = [store.attempt_paths(entry.position) for entry in evidence.entries]
     for entry, stored in zip(evidence.entries, listings, strict=True):
-        _compare_attempt_numbers(
+        compare_attempt_numbers(
             entry.task_id, [a.attempt for a in entry.attempts], [number for number, _ in stored]
         )
     rebuild = Rebuild(
@@ -195,18 +194,8 @@ def verify_run_evidence(
         quarantine_checked=True,
         listings=listings,
     )
-    # Entry by entry, holding one rebuilt entry at a time. A difference is raised
-    # after the whole rebuild, as when the rebuilt evidence was compared whole: what
-    # the store does not support is refused first.
-    difference: EvidenceError | None = None
-    for claimed, actual in zip(evidence.entries, rebuild.entries(), strict=True):
-        if difference is None:
-            try:
-                _compare_entry(claimed, actual)
-            except EvidenceError as error:
-                difference = error
-    if difference is not None:
-        raise difference
+    # Entry by entry, holding one rebuilt task at a time.
+    rebuild.compare(evidence.entries)
     if evidence.model != rebuild.model:
         raise refuse("model-mismatch", "evidence names another model than its attempts")
     # Every other fact of the rebuilt evidence is this evidence's own, each compared
@@ -248,36 +237,3 @@ def _check_claims(
         if not entry.attempts:
             raise refuse("no-attempts", f"task {entry.task_id}: the entry lists no attempts")
     return assignment
-
-
-def _compare_attempt_numbers(
-    task: str, claimed_numbers: list[int], actual_numbers: list[int]
-) -> None:
-    for number in actual_numbers:
-        if number not in claimed_numbers:
-            raise refuse(
-                "attempt-omitted",
-                f"task {task} attempt {number:03d} is in the store but not in the evidence",
-            )
-    for number in claimed_numbers:
-        if number not in actual_numbers:
-            raise refuse(
-                "attempt-missing",
-                f"task {task} attempt {number:03d} is in the evidence but not in the store",
-            )
-
-
-def _compare_entry(claimed: EvidenceEntry, actual: EvidenceEntry) -> None:
-    task = claimed.task_id
-    _compare_attempt_numbers(
-        task, [a.attempt for a in claimed.attempts], [a.attempt for a in actual.attempts]
-    )
-    for mine, theirs in zip(claimed.attempts, actual.attempts, strict=True):
-        if mine != theirs:
-            raise refuse(
-                "digest-mismatch",
-                f"task {task} attempt {mine.attempt:03d}: evidence "
-                "does not match the stored attempt",
-            )
-    if claimed != actual:
-        raise refuse("digest-mismatch", f"task {task}: entry does not match the store")

@@ -163,14 +163,15 @@ class TrajectorySeal(FrozenRecord):
     head: str
 
 
+SEAL_SCHEMA = "xaytune.attempt-seal/v1"
+
+
 class AttemptSeal(FrozenRecord):
     """``seal.json``: the attempt's final word. ``complete`` iff an outcome exists."""
 
     model_config = _FROZEN
 
-    schema_: Literal["xaytune.attempt-seal/v1"] = Field(
-        default="xaytune.attempt-seal/v1", alias="schema"
-    )
+    schema_: Literal["xaytune.attempt-seal/v1"] = Field(default=SEAL_SCHEMA, alias="schema")
     attempt: int
     status: Literal["complete", "partial"]
     outcome: Outcome | None
@@ -335,14 +336,14 @@ def attempt_paths(directory: str | Path) -> list[tuple[int, str]]:
     except (FileNotFoundError, NotADirectoryError):
         return []
     found = []
+    prefix = os.path.join(directory, "")
     for name in names:
         number = _attempt_number(name)
         if number is None:
             raise EvidenceError(
-                "unexpected-file",
-                f"{os.path.join(directory, name)}: not an attempt file of this store",
+                "unexpected-file", f"{prefix}{name}: not an attempt file of this store"
             )
-        found.append((number, os.path.join(directory, name)))
+        found.append((number, prefix + name))
     found.sort()
     return found
 

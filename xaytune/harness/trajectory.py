@@ -9,8 +9,8 @@ attempt. The events live in the attempt's file, between its record and its seal
 last line), the event count and the byte length, so any edit, drop, swap or append
 is detected.
 
-Verification reads each byte once: one sha256 per line and a fixed-offset check of
-``prev``; only the last line is parsed.
+Verification reads each byte once: one sha256 per line and a check that the
+line opens with its ``prev``; only the last line is parsed.
 """
 
 from __future__ import annotations
@@ -23,15 +23,14 @@ from typing import Any
 from xaytune.core.canonical import sha256_digest
 from xaytune.core.errors import EvidenceError
 from xaytune.harness._io import write_all
+from xaytune.harness.attempt_file import parse_line
 from xaytune.harness.spec import WRITER_V1
 
 __all__ = ["WRITER", "ChainFacts", "TrajectoryWriter", "verify_chain"]
 
 WRITER = WRITER_V1
 
-_PREFIX = b'{"prev":"sha256:'
-_PREV_START = len(b'{"prev":"')
-_PREV_END = _PREV_START + len("sha256:") + 64
+_OPENING = b'{"prev":"'  # every event line starts so, then its prev digest
 
 
 # json.dumps(..., sort_keys=True, separators=(",", ":"), ensure_ascii=False) and
@@ -88,8 +87,8 @@ class ChainFacts:
         if self.last_line is None:
             return None
         try:
-            event = json.loads(self.last_line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            event = parse_line(self.last_line)
+        except ValueError:
             raise EvidenceError("chain-broken", f"{self.where}: last event is not JSON") from None
         if not isinstance(event, dict) or event.get("seq") != self.count - 1:
             raise EvidenceError("chain-broken", f"{self.where}: last event has seq out of order")
@@ -122,18 +121,19 @@ def verify_chain(
     view = memoryview(data)
     sha256 = hashlib.sha256
     find = data.find
-    expected = head.encode()
+    opening = b'%s%s"' % (_OPENING, head.encode())  # how the next event must start
     last_start = -1
     while at < end:
         stop = find(b"\n", at, end) + 1
-        if not data.startswith(_PREFIX, at) or data[at + _PREV_START : at + _PREV_END] != expected:
+        if not data.startswith(opening, at):
             raise EvidenceError(
                 "chain-broken", f"{where}: event {count} does not follow the previous event"
             )
-        expected = b"sha256:" + sha256(view[at:stop]).hexdigest().encode()
+        digest = sha256(view[at:stop]).hexdigest()
+        opening = b'%ssha256:%s"' % (_OPENING, digest.encode())
         last_start = at
         at = stop
         count += 1
-    head = expected.decode()
+    head = opening[len(_OPENING) : -1].decode()
     last_line = data[last_start:end] if last_start >= 0 else None
     return ChainFacts(head=head, count=count, bytes=end - start, last_line=last_line, where=where)

@@ -1,0 +1,248 @@
+"""What verification compares without building typed records, and the pieces it uses.
+
+``verify_run_evidence`` compares each claimed attempt with its parsed seal value by
+value, and each stored record with a template of the record the facts give; these
+tests hold those shortcuts to what building and comparing the records would decide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from _fixtures_run import refused
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xaytune.core.canonical import canonical_bytes
+from xaytune.harness._attempt import RecordTemplate, attribution_facts, record_bytes
+from xaytune.harness.attempt_file import AttemptParts, parse_line
+from xaytune.harness.evidence import AttemptEvidence, EvidenceEntry, HarnessRunEvidence
+from xaytune.harness.store import Outcome, SpendRecord
+
+POSITION = 3
+OTHER_DIGEST = "sha256:" + "ab" * 32
+
+
+def with_attempt(evidence: HarnessRunEvidence, **update) -> HarnessRunEvidence:
+    """``evidence`` resealed with the attempt at POSITION changed by ``update``."""
+    entries = list(evidence.entries)
+    entry = entries[POSITION]
+    attempts = (entry.attempts[0].model_copy(update=update), *entry.attempts[1:])
+    entries[POSITION] = entry.model_copy(update={"attempts": attempts})
+    return evidence.model_copy(update={"entries": tuple(entries)}).sealed()
+
+
+def _spend_plus_one(attempt: AttemptEvidence) -> SpendRecord:
+    return attempt.spend.model_copy(update={"turns": attempt.spend.turns + 1})
+
+
+FORGERIES = {
+    "status": lambda a: "partial",
+    "outcome-answer": lambda a: a.outcome.model_copy(update={"answer": "-1"}),
+    "outcome-terminal": lambda a: a.outcome.model_copy(update={"terminal": "budget"}),
+    "outcome-none": lambda a: None,
+    "spend": _spend_plus_one,
+    "record_digest": lambda a: OTHER_DIGEST,
+    "seal_digest": lambda a: OTHER_DIGEST,
+    "trajectory_head": lambda a: OTHER_DIGEST,
+    "trajectory_events": lambda a: a.trajectory_events + 1,
+    "recovered": lambda a: True,
+}
+
+
+@pytest.mark.parametrize("forgery", sorted(FORGERIES))
+def test_each_forged_attempt_fact_is_refused_naming_task_and_attempt(verified_run, forgery):
+    evidence = verified_run.evidence
+    attempt = evidence.entries[POSITION].attempts[0]
+    field = forgery.split("-")[0]
+    forged = with_attempt(evidence, **{field: FORGERIES[forgery](attempt)})
+    assert forged.entries[POSITION].attempts[0] != attempt
+    error = refused(lambda: verified_run.verify(forged), "digest-mismatch")
+    assert f"task {evidence.entries[POSITION].task_id} attempt 001" in str(error)
+    verified_run.verify()
+
+
+def test_a_forged_entry_status_is_refused(verified_run):
+    evidence = verified_run.evidence
+    entries = list(evidence.entries)
+    entries[POSITION] = entries[POSITION].model_copy(update={"status": "no-attested-result"})
+    forged = evidence.model_copy(update={"entries": tuple(entries)}).sealed()
+    error = refused(lambda: verified_run.verify(forged), "digest-mismatch")
+    assert f"task {entries[POSITION].task_id}: entry" in str(error)
+
+
+def test_a_claim_of_another_type_is_refused(verified_run):
+    class Lookalike(AttemptEvidence):
+        pass
+
+    evidence = verified_run.evidence
+    attempt = evidence.entries[POSITION].attempts[0]
+    entries = list(evidence.entries)
+    entries[POSITION] = entries[POSITION].model_copy(
+        update={"attempts": (Lookalike(**attempt.__dict__),)}
+    )
+    forged = evidence.model_copy(update={"entries": tuple(entries)})
+    refused(lambda: verified_run.verify(forged.sealed()), "digest-mismatch")
+
+
+def test_outcome_and_spend_fields_are_their_json_values():
+    # Verification compares a claim's outcome and spend with the parsed seal as
+    # their __dict__: that holds while every field is a plain JSON value.
+    outcome = Outcome(terminal="answer", answer="42", detail=None)
+    spend = SpendRecord(**{name: i + 1 for i, name in enumerate(SpendRecord.model_fields)})
+    for record in (outcome, spend):
+        assert record.__dict__ == json.loads(record.model_dump_json())
+        assert all(isinstance(v, str | int | type(None)) for v in record.__dict__.values())
+
+
+# -- the seal, as the store holds it -------------------------------------------------
+
+
+def seal_of(path: Path) -> dict:
+    parts = AttemptParts.of(path.read_bytes(), str(path))
+    assert parts.seal is not None
+    return json.loads(parts.seal)
+
+
+def write_seal(path: Path, seal: dict) -> None:
+    parts = AttemptParts.of(path.read_bytes(), str(path))
+    path.write_bytes(replace(parts, seal=canonical_bytes(seal) + b"\n").join())
+
+
+def rewrite_end(path: Path, edit) -> None:
+    """Rewrite the end event with ``edit(v)``, re-chain it and reseal to match (what
+    someone with write access to the store can do: seals are not signed)."""
+    data = path.read_bytes()
+    parts = AttemptParts.of(data, str(path))
+    events = [json.loads(line) for line in parts.events]
+    end = events[-1]
+    assert end["type"] == "end"
+    edit(end["v"])
+    prev = "sha256:" + hashlib.sha256(parts.record).hexdigest()
+    lines = []
+    for event in events:
+        event["prev"] = prev
+        line = (
+            json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+        ).encode()
+        lines.append(line)
+        prev = "sha256:" + hashlib.sha256(line).hexdigest()
+    seal = json.loads(parts.seal)
+    seal.update(status=end["v"]["status"], outcome=end["v"]["outcome"], spend=end["v"]["spend"])
+    seal["trajectory"].update(head=prev, bytes=sum(map(len, lines)), events=len(lines))
+    path.write_bytes(replace(parts, events=tuple(lines), seal=canonical_bytes(seal) + b"\n").join())
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (lambda s: s["trajectory"].update(writer="someone-else/v9"), "another writer"),
+        (lambda s: s.pop("recovered"), "unreadable"),
+        (lambda s: s.pop("trajectory"), "unreadable"),
+        (lambda s: s["trajectory"].update(bytes="12"), "another writer"),
+    ],
+)
+def test_a_seal_missing_a_fact_is_a_bad_seal_for_verify_and_assembly(verified_run, edit, why):
+    path = verified_run.attempt_file(POSITION)
+    seal = seal_of(path)
+    edit(seal)
+    write_seal(path, seal)
+    error = refused(verified_run.verify, "bad-seal")
+    assert str(path) in str(error) and why in str(error)
+    refused(verified_run.assemble, "bad-seal")
+
+
+def test_a_seal_that_is_not_json_is_a_bad_seal(verified_run):
+    path = verified_run.attempt_file(POSITION)
+    data = path.read_bytes()
+    path.write_bytes(data[:-3] + b"!}\n")
+    refused(verified_run.verify, "bad-seal")
+
+
+def test_an_extra_seal_key_is_refused_by_verify_and_by_assembly(verified_run):
+    path = verified_run.attempt_file(POSITION)
+    write_seal(path, {**seal_of(path), "note": "added"})
+    refused(verified_run.verify, "digest-mismatch")
+    refused(verified_run.assemble, "bad-seal")
+
+
+def test_an_ill_typed_outcome_rechained_and_resealed_is_refused(verified_run):
+    # The end event and the seal agree and the chain verifies: only the types say no.
+    path = verified_run.attempt_file(POSITION)
+    rewrite_end(path, lambda v: v["outcome"].update(terminal="gave-up"))
+    refused(verified_run.verify, "digest-mismatch")
+    error = refused(verified_run.assemble, "bad-seal")
+    assert str(path) in str(error)
+
+
+def test_a_rechained_and_resealed_answer_is_still_refused_by_the_evidence(verified_run):
+    # Rewriting a store consistently defeats the store's own checks (seals are not
+    # signed), but not the evidence recorded before: its seal digest differs.
+    path = verified_run.attempt_file(POSITION)
+    rewrite_end(path, lambda v: v["outcome"].update(answer="-1"))
+    refused(verified_run.verify, "digest-mismatch")
+    reassembled = verified_run.assemble()
+    assert reassembled.entries[POSITION].attempts[0].outcome.answer == "-1"
+
+
+# -- the record template --------------------------------------------------------------
+
+TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    number=st.integers(1, 999),
+    position=st.integers(0, 10**6),
+    task_id=TEXT,
+    spec_fingerprint=TEXT | st.just("sha256:" + "0f" * 32),
+    name=TEXT,
+    seed=st.integers(0, 2**53 - 1),
+)
+def test_record_template_lines_are_the_records_record_bytes_writes(
+    number, position, task_id, spec_fingerprint, name, seed
+):
+    facts = {
+        "suite_digest": "sha256:" + "1" * 64,
+        "assignment_digest": "sha256:" + "2" * 64,
+        "seed": seed,
+        "replicate": 2,
+        "harness_fingerprint": "sha256:" + "3" * 64,
+    }
+    model = canonical_bytes({"model": name, "parameters": {"fmt": "%s %d %%"}})
+    template = RecordTemplate(**facts, model=model)
+    line = template.line(
+        number, task_id=task_id, position=position, spec_fingerprint=spec_fingerprint
+    )
+    attribution = attribution_facts(
+        **facts, task_id=task_id, position=position, spec_fingerprint=spec_fingerprint
+    )
+    assert line == record_bytes(number, attribution, model)
+    assert json.loads(line)["attribution"]["task_id"] == task_id
+
+
+# -- one line, one JSON value ---------------------------------------------------------
+
+
+def test_parse_line_reads_one_value_with_or_without_its_newline():
+    assert parse_line(b'{"a":[1,"\xc3\xa9"]}\n') == {"a": [1, "é"]}
+    assert parse_line(b'{"a":1}') == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    "line", [b'{"a":1}{"b":2}\n', b'{"a":1}\n\n', b'{"a":1} \n', b"", b'{"a":', b"\xff\n"]
+)
+def test_parse_line_refuses_anything_but_one_value(line):
+    with pytest.raises(ValueError):
+        parse_line(line)
+
+
+def test_an_entry_is_its_rebuilt_entry(verified_run):
+    # The typed entry assembly builds is the one verification compares with.
+    rebuilt = verified_run.assemble()
+    assert rebuilt == verified_run.evidence
+    assert all(type(entry) is EvidenceEntry for entry in rebuilt.entries)
