@@ -13,15 +13,15 @@ from typing import Any
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.errors import EvidenceError
 from xaytune.harness._io import durable_dir, write_all, write_file
+from xaytune.harness._seal import seal_line
+from xaytune.harness._template import LineTemplate, json_string, placeholder
 from xaytune.harness.attempt_file import attempt_name, split_attempt
 from xaytune.harness.spec import AgentExecutionSpec
 from xaytune.harness.store import (
-    SEAL_SCHEMA,
     Outcome,
     Spend,
     StoredAttempt,
     claim_attempt,
-    seal_bytes,
 )
 from xaytune.harness.trajectory import WRITER, TrajectoryWriter, verify_chain
 
@@ -123,31 +123,23 @@ def record_bytes(number: int, attribution: dict[str, Any], model: bytes) -> byte
 _WRITER_JSON = canonical_bytes(WRITER)
 
 
-def _json_string(text: str) -> bytes:
-    """``canonical_bytes(text)``; a printable ASCII string without ``"`` or ``\\``
-    (a fingerprint, most task ids) is itself in quotes."""
-    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
-        return b'"%s"' % text.encode()
-    return canonical_bytes(text)
-
-
-# Placeholders a RecordTemplate's record is built with, by the fact each stands for
-# (in the order their keys sort).
-_HOLES = {"position": "\x00position", "spec_fingerprint": "\x00spec", "task_id": "\x00task"}
+_RECORD_HOLES = ("position", "spec_fingerprint", "task_id")
 
 
 class RecordTemplate:
     """:func:`record_bytes` for the attempts of one replicate, as a template.
 
     Everything but the attempt number, task id, position and spec fingerprint is
-    the same for every attempt of a replicate, so its canonical bytes are built
-    once, through :func:`attribution_facts` and :func:`record_bytes` themselves
-    (keys sort by name, never by value), and each record is those bytes with the
-    four filled in: ``line(...) == record_bytes(number, attribution_facts(...), model)``.
+    the same for every attempt of a replicate, so its record is built once, through
+    :func:`attribution_facts` and :func:`record_bytes` themselves, with placeholders
+    for those, and each record is that line filled in:
+    ``line(...) == record_bytes(number, attribution_facts(...), model)``.
     Verification compares a stored record with it.
     """
 
-    __slots__ = ("_format",)
+    __slots__ = ("_template",)
+
+    _HEAD = b'{"attempt":0,'
 
     def __init__(
         self,
@@ -165,26 +157,26 @@ class RecordTemplate:
             seed=seed,
             replicate=replicate,
             harness_fingerprint=harness_fingerprint,
-            **_HOLES,  # type: ignore[arg-type]
+            **{name: placeholder(name) for name in _RECORD_HOLES},  # type: ignore[arg-type]
         )
-        head = b'{"attempt":0,'
         line = record_bytes(0, attribution, model)
-        marks = [canonical_bytes(hole) for hole in _HOLES.values()]
-        # Keys sort by name, so the holes come in _HOLES's order, each once.
-        at = [line.find(mark) for mark in marks]
-        assert line.startswith(head) and len(head) < at[0] < at[1] < at[2]
-        body = line[len(head) :].replace(b"%", b"%%")
-        for mark in marks:
-            body = body.replace(mark, b"%s")
-        self._format = b'{"attempt":%d,' + body
+        assert line.startswith(self._HEAD)
+        self._template = LineTemplate(
+            line[len(self._HEAD) :],
+            {name: canonical_bytes(placeholder(name)) for name in _RECORD_HOLES},
+        )
 
     def line(self, number: int, *, task_id: str, position: int, spec_fingerprint: str) -> bytes:
         """The record line of attempt ``number`` of the task at ``position``."""
-        return self._format % (
+        return b'{"attempt":%d,%s' % (
             number,
-            b"%d" % position,
-            _json_string(spec_fingerprint),
-            _json_string(task_id),
+            self._template.fill(
+                {
+                    "position": b"%d" % position,
+                    "spec_fingerprint": json_string(spec_fingerprint),
+                    "task_id": json_string(task_id),
+                }
+            ),
         )
 
 
@@ -271,22 +263,17 @@ class AttemptSession:
             os.fsync(self._fd)
             durable_dir(os.path.dirname(self.path), durable=True)
         self.close()
-        seal = {
-            "schema": SEAL_SCHEMA,
-            "attempt": self.number,
-            "status": status,
-            "outcome": outcome_dict,
-            "spend": dict(spend_dict),
-            "trajectory": {
-                "writer": WRITER,
-                "events": writer.count,
-                "bytes": writer.bytes,
-                "head": writer.head,
-            },
-            "attempt_record": self._record_digest,
-            "recovered": False,
-        }
-        raw = seal_bytes(seal)
+        raw = seal_line(
+            number=self.number,
+            status=status,
+            outcome=outcome_dict,
+            spend=dict(spend_dict),
+            events=writer.count,
+            bytes=writer.bytes,
+            head=writer.head,
+            record_digest=self._record_digest,
+            recovered=False,
+        )
         return PendingSeal(path=self.path, line=raw, digest=sha256_digest(raw))
 
     def close(self) -> None:
@@ -328,22 +315,18 @@ def recover_open_attempt(
         spend = Spend(**last["v"]["spend"])
     else:
         spend = _spend_from_events(data[layout.record_end : layout.record_end + facts.bytes])
-    seal = {
-        "schema": SEAL_SCHEMA,
-        "attempt": attempt.number,
-        "status": "partial",
-        "outcome": None,
-        "spend": spend.as_dict(),
-        "trajectory": {
-            "writer": WRITER,
-            "events": facts.count,
-            "bytes": facts.bytes,
-            "head": facts.head,
-        },
-        "attempt_record": genesis,
-        "recovered": True,
-    }
-    sealing = (b"\n" if layout.torn else b"") + seal_bytes(seal)
+    seal = seal_line(
+        number=attempt.number,
+        status="partial",
+        outcome=None,
+        spend=spend.as_dict(),
+        events=facts.count,
+        bytes=facts.bytes,
+        head=facts.head,
+        record_digest=genesis,
+        recovered=True,
+    )
+    sealing = (b"\n" if layout.torn else b"") + seal
     write_file(attempt.path, sealing, durable=durable, append=True)
     return data + sealing
 

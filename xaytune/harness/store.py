@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,7 +50,6 @@ __all__ = [
     "attempt_paths",
     "claim_attempt",
     "remove_empty_claim",
-    "seal_bytes",
 ]
 
 QUARANTINE_SUFFIX = ".reason.json"
@@ -353,11 +352,6 @@ def _marker_schema(marker: Path) -> object:
         return json.loads(marker.read_bytes()).get("schema")
     except (OSError, ValueError, AttributeError):
         return None
-
-
-def seal_bytes(seal: dict[str, Any]) -> bytes:
-    """Canonical bytes of a seal dict (validated on the way out of the store, not in)."""
-    return canonical_bytes(seal) + b"\n"
 
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
