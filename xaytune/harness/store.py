@@ -213,6 +213,7 @@ class HarnessEvidenceStore:
 
     def __init__(self, root: str | Path, *, durability: Durability = "fsync") -> None:
         self.root = Path(root)
+        self._tasks_dir = os.path.join(self.root, "tasks")
         self.durability: Durability = durability
         self._marked = False  # the marker file is known to exist
 
@@ -284,7 +285,7 @@ class HarnessEvidenceStore:
 
     def attempt_paths(self, position: int) -> list[tuple[int, str]]:
         """(number, file) of each attempt of the task at ``position``, in order."""
-        return attempt_paths(os.path.join(self.root, "tasks", f"{position:06d}"))
+        return attempt_paths(f"{self._tasks_dir}{os.sep}{position:06d}")
 
     def quarantined(self) -> Iterator[tuple[int, int, str]]:
         """(position, attempt, reason) of every quarantined attempt."""
@@ -335,7 +336,7 @@ def attempt_paths(directory: str | Path) -> list[tuple[int, str]]:
     except (FileNotFoundError, NotADirectoryError):
         return []
     found = []
-    prefix = os.path.join(directory, "")
+    prefix = directory + os.sep
     for name in names:
         number = _attempt_number(name)
         if number is None:
