@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -102,6 +103,36 @@ def test_clustered_standard_error_of_singleton_clusters_is_the_plain_one():
     # With one observation per cluster every cross term is 0: SE = SE_CLT.
     observations = [("t1", 1.0), ("t2", 4.0), ("t3", 1.0)]
     assert stats.clustered_standard_error(observations) == 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from("abcde"), st.integers(-50, 50).map(float)),
+        min_size=3,
+        max_size=30,
+    )
+)
+def test_clustered_standard_error_is_the_cluster_sandwich_with_the_clt_diagonal(observations):
+    # Independently, with numpy: the CR0 sandwich variance of a mean is
+    # sum over clusters of (sum of residuals)^2 / n^2. Its diagonal (sum e^2 / n^2)
+    # is replaced by the unbiased SE_CLT^2 = sum e^2 / (n (n - 1)); the rest is the
+    # cross terms, which Miller's estimator adds to SE_CLT^2.
+    labels = np.array([label for label, _ in observations])
+    values = np.array([value for _, value in observations])
+    if len(set(labels.tolist())) < 2:
+        assert stats.clustered_standard_error(observations) is None
+        return
+    n = len(values)
+    residuals = values - values.mean()
+    sums = np.array([residuals[labels == label].sum() for label in sorted(set(labels))])
+    squares = float((residuals**2).sum())
+    variance = float((sums**2).sum()) / n**2 - squares / n**2 + squares / (n * (n - 1))
+    got = stats.clustered_standard_error(observations)
+    if variance < -1e-9:
+        assert got is None
+    elif variance > 1e-9:
+        assert got == pytest.approx(math.sqrt(variance), rel=1e-9)
 
 
 def test_clustered_standard_error_needs_two_clusters():
