@@ -1,5 +1,5 @@
-"""The seal line, as an attempt (and a recovery) writes it: one builder, so the
-writers cannot spell a seal two ways."""
+"""The seal, as an attempt (and a recovery) writes it and as verification expects it:
+one builder, so the seal cannot be spelled two ways."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from xaytune.core.canonical import canonical_bytes
 from xaytune.harness.store import SEAL_SCHEMA
 from xaytune.harness.trajectory import WRITER
 
-__all__ = ["seal_line"]
+__all__ = ["seal_facts", "seal_line"]
 
 
-def seal_line(
+def seal_facts(
     *,
     number: int,
     status: str,
@@ -23,11 +23,11 @@ def seal_line(
     head: str,
     record_digest: str,
     recovered: bool,
-) -> bytes:
-    """A seal (status, outcome, spend, the chain's facts, the record's digest) as
-    its canonical line, newline-terminated. Validated on the way out of the store
+) -> dict[str, Any]:
+    """A seal as a JSON object: status, outcome, spend, the chain's facts, the record's
+    digest. Validated on the way out of the store
     (:class:`~xaytune.harness.store.AttemptSeal`), not in."""
-    seal = {
+    return {
         "schema": SEAL_SCHEMA,
         "attempt": number,
         "status": status,
@@ -37,4 +37,8 @@ def seal_line(
         "attempt_record": record_digest,
         "recovered": recovered,
     }
-    return canonical_bytes(seal) + b"\n"
+
+
+def seal_line(**facts: Any) -> bytes:
+    """The seal of :func:`seal_facts` as its line: canonical, newline-terminated."""
+    return canonical_bytes(seal_facts(**facts)) + b"\n"
