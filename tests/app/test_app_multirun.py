@@ -84,7 +84,15 @@ def test_joblib_sweep_equals_the_single_process_run(
         assert ours[key]["assignment_digest"] == replicate["assignment_digest"], key
         assert ours[key]["evaluator_fingerprints"] == replicate["evaluator_fingerprints"], key
 
-    # The sweep root verifies as a whole (every job's evidence, the root's reports).
+    # Each job's own manifest is complete once its replicates are, with their digests.
+    for seed in (101, 102, 103):
+        job = json.loads((root / f"seed-{seed}" / "manifest.json").read_text())
+        assert job["complete"] is True
+        assert {r["seed"] for r in job["replicates"]} == {seed} and len(job["replicates"]) == 2
+        assert any("/evaluation/" in name for name in job["reports"])
+        assert all(name.startswith("candidates/") for name in job["reports"])
+
+    # The sweep root verifies as a whole (every job's evidence, every report digest).
     verified = verify(root, in_process=True)
     assert verified.returncode == 0, verified.describe()
     assert "6 evidence stores" in verified.stdout

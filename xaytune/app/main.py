@@ -78,6 +78,9 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
                     progress=progress,
                 )
     if not compare:
+        # A sweep job: its own manifest is complete once its replicates are (with their
+        # reports' digests); the sweep root's is written when the sweep ends.
+        write_manifest(out, cfg, plain, source, final=True)
         print(f"replicates written under {out}")
         return 0
     return finish(out, cfg, plain, source)
