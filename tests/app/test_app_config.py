@@ -198,3 +198,21 @@ def test_two_runs_started_together_get_their_own_directories(tmp_path, monkeypat
     assert Path(str(resumed.hydra.run.dir)) == dirs[0]
     assert resumed.hydra.output_subdir is None  # and leaves its .hydra/ alone
     assert configs[0].hydra.output_subdir == ".hydra"
+
+
+def test_two_sweeps_started_together_get_their_own_directories(tmp_path, monkeypatch):
+    # hydra.sweep.dir too: each sweep's jobs and comparison land in a tree of its own.
+    monkeypatch.chdir(tmp_path)
+    with initialize_config_module(config_module="xaytune.conf", version_base="1.3"):
+        configs = [
+            compose(
+                config_name="config",
+                overrides=["+experiment=quickstart", "seed=101"],
+                return_hydra_config=True,
+            )
+            for _ in range(3)
+        ]
+    dirs = [Path(str(c.hydra.sweep.dir)) for c in configs]
+    assert len(set(dirs)) == 3, dirs
+    assert all(d.parent == Path("experiments") / "quickstart" and d.is_dir() for d in dirs)
+    assert Path(str(configs[0].hydra.sweep.dir)) == dirs[0]  # resolved once per config

@@ -1,8 +1,10 @@
 """A multirun seed sweep (joblib launcher: one process per seed) gives the same
-comparison as the single-process quickstart, written at the sweep root."""
+comparison as the single-process quickstart, written at the sweep root; a sweep
+never shares its directory with another one."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 
@@ -96,3 +98,30 @@ def test_joblib_sweep_equals_the_single_process_run(
     verified = verify(root, in_process=True)
     assert verified.returncode == 0, verified.describe()
     assert "6 evidence stores" in verified.stdout
+
+
+def test_a_sweep_whose_timestamp_is_taken_gets_a_directory_of_its_own(tmp_path, xaytune):
+    # Another sweep of the same experiment holds this second's directory (and those of
+    # the next two minutes): this one's jobs and comparison all go to <timestamp>-2.
+    base = tmp_path / "experiments" / "quickstart"
+    now = datetime.datetime.now()
+    taken = [
+        base / (now + datetime.timedelta(seconds=s)).strftime("%Y-%m-%d_%H-%M-%S")
+        for s in range(-1, 120)
+    ]
+    for directory in taken:
+        directory.mkdir(parents=True)
+    result = xaytune(
+        tmp_path,
+        "-m",
+        "+experiment=quickstart",
+        "seed=101,102",
+        "sampling.count=3",
+        "progress=false",
+    )
+    assert result.returncode == 0, result.describe()
+    assert all(not any(directory.iterdir()) for directory in taken)
+    (sweep,) = [d for d in base.iterdir() if d not in taken]
+    assert sweep.name.endswith("-2") and sweep.name[:-2] in {d.name for d in taken}
+    assert {p.name for p in sweep.iterdir()} >= {"seed-101", "seed-102", "comparison"}
+    assert str(sweep.relative_to(tmp_path) / "comparison" / "report.md") in result.stdout

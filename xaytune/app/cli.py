@@ -66,9 +66,9 @@ def _path_part(value: object) -> str:
 def _fresh_dir(path: str) -> str:
     """``path``, or ``path-2``, ``path-3``, ...: the first one this process creates.
 
-    Two runs started in the same second would otherwise share one timestamped
-    directory and mix their evidence (and .hydra/) in one tree. mkdir is atomic, so
-    exactly one process gets each name.
+    Two runs (or sweeps) started in the same second would otherwise share one
+    timestamped directory and mix their evidence (and .hydra/) in one tree. mkdir is
+    atomic, so exactly one process gets each name.
     """
     base = Path(path)
     base.parent.mkdir(parents=True, exist_ok=True)
@@ -88,6 +88,10 @@ def register_resolvers() -> None:
 
     # hydra.run.dir: a resumed run continues in its own directory; a new run gets a
     # directory of its own (cached: resolved once per config).
+    # hydra.sweep.dir: a sweep directory of its own, made once in the launching process;
+    # its jobs (in other processes too) get the resolved value with the config's cache.
+    if not OmegaConf.has_resolver("xaytune_fresh_dir"):
+        OmegaConf.register_new_resolver("xaytune_fresh_dir", _fresh_dir, use_cache=True)
     if not OmegaConf.has_resolver("xaytune_run_dir"):
         OmegaConf.register_new_resolver(
             "xaytune_run_dir",
