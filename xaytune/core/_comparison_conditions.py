@@ -127,38 +127,41 @@ def _evaluator_fingerprints(replicate: ReplicateRuns) -> dict[str, str]:
     return {e.evaluator: e.evaluator_fingerprint for e in replicate.evaluations}
 
 
-def _c3(a: CandidateRuns, b: CandidateRuns) -> ConditionFailure | None:
-    prints_a = [_evaluator_fingerprints(r) for r in a.replicates]
-    prints_b = [_evaluator_fingerprints(r) for r in b.replicates]
-    names = sorted({name for prints in (*prints_a, *prints_b) for name in prints})
+def _keyed_differences(
+    maps_a: list[dict[str, Any]], maps_b: list[dict[str, Any]], item: str
+) -> tuple[Difference, ...]:
+    """Each key whose value is not one and the same in every map of both sides
+    (None where a map lacks the key: it was not there in that replicate)."""
+    keys = sorted({key for mapping in (*maps_a, *maps_b) for key in mapping})
     differences = []
-    for name in names:
-        # None: the evaluator did not run in some replicate of that side.
-        seen_a = _distinct(prints.get(name) for prints in prints_a)
-        seen_b = _distinct(prints.get(name) for prints in prints_b)
+    for key in keys:
+        seen_a = _distinct(mapping.get(key) for mapping in maps_a)
+        seen_b = _distinct(mapping.get(key) for mapping in maps_b)
         if len(_distinct((*seen_a, *seen_b))) > 1:
-            differences.append(Difference(item=f"evaluator {name}", a=seen_a, b=seen_b))
+            differences.append(Difference(item=item.format(key), a=seen_a, b=seen_b))
+    return tuple(differences)
+
+
+def _c3(a: CandidateRuns, b: CandidateRuns) -> ConditionFailure | None:
+    differences = _keyed_differences(
+        [_evaluator_fingerprints(r) for r in a.replicates],
+        [_evaluator_fingerprints(r) for r in b.replicates],
+        "evaluator {}",
+    )
     if not differences:
         return None
-    return ConditionFailure(
-        condition="C3", reason="evaluator-differs", differences=tuple(differences)
-    )
+    return ConditionFailure(condition="C3", reason="evaluator-differs", differences=differences)
 
 
 def _c4(a: CandidateRuns, b: CandidateRuns) -> ConditionFailure | None:
-    flat_a = [flatten(r.facets) for r in a.replicates]
-    flat_b = [flatten(r.facets) for r in b.replicates]
-    paths = sorted({path for flat in (*flat_a, *flat_b) for path in flat})
-    differences = []
-    for path in paths:
-        # None: the facet is not declared by some replicate of that side.
-        seen_a = _distinct(flat.get(path) for flat in flat_a)
-        seen_b = _distinct(flat.get(path) for flat in flat_b)
-        if len(_distinct((*seen_a, *seen_b))) > 1:
-            differences.append(Difference(item=f"facets.{path}", a=seen_a, b=seen_b))
+    differences = _keyed_differences(
+        [flatten(r.facets) for r in a.replicates],
+        [flatten(r.facets) for r in b.replicates],
+        "facets.{}",
+    )
     if not differences:
         return None
-    return ConditionFailure(condition="C4", reason="facets-differ", differences=tuple(differences))
+    return ConditionFailure(condition="C4", reason="facets-differ", differences=differences)
 
 
 def check_conditions(
