@@ -55,7 +55,7 @@ from xaytune.models import (
     ModelError,
     ModelRequest,
     TransientModelError,
-    llama_cpp_local,
+    _llama_server,
 )
 from xaytune.models.llama_cpp_local import (
     SETUP_HINT,
@@ -298,7 +298,7 @@ def test_missing_model_is_a_one_line_refusal_with_the_setup_hint():
 
 
 def test_missing_runtime_is_refused_before_any_process_starts(monkeypatch, tmp_path):
-    monkeypatch.setattr(llama_cpp_local, "RUNTIME_DISTRIBUTION", "xaytune-no-such-runtime")
+    monkeypatch.setattr(_llama_server, "RUNTIME_DISTRIBUTION", "xaytune-no-such-runtime")
     server = LocalLlamaServer(LocalServerSettings(model_path=str(tmp_path / "m.gguf")))
     with pytest.raises(ModelError) as caught:
         server.start()

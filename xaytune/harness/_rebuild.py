@@ -10,7 +10,9 @@ is sealed complete. Each file is read once and each byte hashed once.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Literal
 
+from xaytune.core._exact import exactly_typed
 from xaytune.core.canonical import fingerprint
 from xaytune.core.domain.benchmark import BenchmarkSuite, TaskAssignment
 from xaytune.core.errors import EvidenceError
@@ -19,7 +21,9 @@ from xaytune.harness._rebuild_attempt import Expected, RebuiltAttempt, rebuild_a
 from xaytune.harness.store import HarnessEvidenceStore
 from xaytune.models._protocol import ModelIdentity
 
-__all__ = ["Rebuild", "check_quarantine", "compare_attempt_numbers", "refuse"]
+__all__ = ["Rebuild", "check_quarantine", "compare_attempt_numbers"]
+
+EntryStatus = Literal["attested", "no-attested-result"]
 
 
 class _TaskFacts:
@@ -28,7 +32,7 @@ class _TaskFacts:
     __slots__ = ("attempts", "position", "status", "task_id")
 
     def __init__(
-        self, position: int, task_id: str, attempts: list[RebuiltAttempt], status: str
+        self, position: int, task_id: str, attempts: list[RebuiltAttempt], status: EntryStatus
     ) -> None:
         self.position = position
         self.task_id = task_id
@@ -45,19 +49,24 @@ class _TaskFacts:
             task_id=self.task_id,
             position=self.position,
             spec_fingerprint=self.attempts[0].spec_fingerprint,
-            status=self.status,  # type: ignore[arg-type]
+            status=self.status,
             attempts=tuple(AttemptEvidence(**attempt.fields()) for attempt in self.attempts),
         )
 
     def check(self, claimed: EvidenceEntry) -> None:
-        """Refuse ``claimed`` unless it is :meth:`entry` (compared without building it:
-        a record's fields are its ``__dict__``, compared as its ``==`` does)."""
+        """Refuse ``claimed`` unless it is :meth:`entry`, compared without building it.
+
+        ``claimed`` must hold exactly what validation gives (no subclass, no value of
+        another type: what ``==`` on records of the same class would then compare is
+        their values), and each of its attempts must match its rebuilt attempt.
+        """
         task = claimed.task_id
-        if len(claimed.attempts) != len(self.attempts):
-            # (Equal counts: each claim names its attempt, compared below.)
-            compare_attempt_numbers(
-                task, [a.attempt for a in claimed.attempts], [r.number for r in self.attempts]
-            )
+        if type(claimed) is not EvidenceEntry or not exactly_typed(claimed):
+            raise refuse("digest-mismatch", f"task {task}: the entry is not a valid evidence entry")
+        numbers = [a.attempt for a in claimed.attempts]
+        stored = [r.number for r in self.attempts]
+        if numbers != stored:
+            compare_attempt_numbers(task, numbers, stored)
         for mine, rebuilt in zip(claimed.attempts, self.attempts, strict=True):
             if not rebuilt.matches(mine):
                 raise refuse(
@@ -66,8 +75,7 @@ class _TaskFacts:
                     "does not match the stored attempt",
                 )
         if (
-            type(claimed) is not EvidenceEntry
-            or claimed.task_id != self.task_id
+            claimed.task_id != self.task_id
             or claimed.position != self.position
             or claimed.spec_fingerprint != self.attempts[0].spec_fingerprint
             or claimed.status != self.status
@@ -76,7 +84,11 @@ class _TaskFacts:
 
 
 def compare_attempt_numbers(task: str, claimed: list[int], actual: list[int]) -> None:
-    """Refuse an attempt in ``actual`` (the store) but not ``claimed``, or the reverse."""
+    """Refuse an attempt in ``actual`` (the store) but not ``claimed``, or the reverse,
+    or one ``claimed`` twice (its second instance is not in the store)."""
+    if len(set(claimed)) != len(claimed):
+        twice = next(n for n in claimed if claimed.count(n) > 1)
+        raise refuse("attempt-missing", f"task {task} attempt {twice:03d} is in the evidence twice")
     for number in actual:
         if number not in claimed:
             raise refuse(
@@ -118,7 +130,8 @@ def _rebuild_task(
         models = {None if r.model is None else fingerprint(r.model) for r in rebuilt}
         if len(models) > 1:
             raise refuse("model-mismatch", f"task {task_id}: attempts ran on different models")
-    return _TaskFacts(position, task_id, rebuilt, "attested" if complete else "no-attested-result")
+    status: EntryStatus = "attested" if complete else "no-attested-result"
+    return _TaskFacts(position, task_id, rebuilt, status)
 
 
 def _quarantined_positions(store: HarnessEvidenceStore) -> dict[int, tuple[int, str]]:

@@ -26,6 +26,10 @@ from xaytune.models._protocol import ModelIdentity
 
 __all__ = ["Expected", "RebuiltAttempt", "rebuild_attempt", "refuse"]
 
+_STATUSES = frozenset({"complete", "partial"})
+# A seal's keys, as AttemptSeal names them.
+_SEAL_KEYS = frozenset(field.alias or name for name, field in AttemptSeal.model_fields.items())
+
 
 def refuse(reason: str, message: str) -> EvidenceError:
     return EvidenceError(reason, message)
@@ -35,7 +39,15 @@ class Expected:
     """What every attempt of one replicate must be attributed to (and, once the first
     record is read, the model it ran on and the template of its records)."""
 
-    __slots__ = ("assignment", "harness_fingerprint", "model", "records", "replicate", "suite")
+    __slots__ = (
+        "assignment",
+        "harness_fingerprint",
+        "learned",
+        "model",
+        "records",
+        "replicate",
+        "suite",
+    )
 
     def __init__(
         self,
@@ -50,6 +62,7 @@ class Expected:
         self.replicate = replicate
         self.model: ModelIdentity | None = None
         self.records: RecordTemplate | None = None
+        self.learned = False  # the model, from the first record
 
     def attribution(self, *, task_id: str, position: int, spec_fingerprint: str) -> dict[str, Any]:
         return attribution_facts(
@@ -67,14 +80,20 @@ class Expected:
         """The replicate's model, from its first record: every later record is compared
         as bytes with the record these facts give."""
         self.model = model
-        self.records = RecordTemplate(
-            suite_digest=self.suite.digest,
-            assignment_digest=self.assignment.digest,
-            seed=self.assignment.seed,
-            replicate=self.replicate,
-            harness_fingerprint=self.harness_fingerprint,
-            model=canonical_bytes(None if model is None else model.model_dump(mode="json")),
-        )
+        self.learned = True
+        try:
+            self.records = RecordTemplate(
+                suite_digest=self.suite.digest,
+                assignment_digest=self.assignment.digest,
+                seed=self.assignment.seed,
+                replicate=self.replicate,
+                harness_fingerprint=self.harness_fingerprint,
+                model=canonical_bytes(None if model is None else model.model_dump(mode="json")),
+            )
+        except ValueError:
+            # The model's parameters hold a template placeholder: every record is then
+            # parsed and compared field by field instead (slower, just as strict).
+            self.records = None
 
 
 class RebuiltAttempt:
@@ -89,6 +108,7 @@ class RebuiltAttempt:
     __slots__ = (
         "chain_bytes",
         "model",
+        "number",
         "record_digest",
         "seal",
         "seal_digest",
@@ -101,6 +121,7 @@ class RebuiltAttempt:
         self,
         seal: dict[str, Any],
         *,
+        number: int,
         seal_digest: str,
         record_digest: str,
         chain_bytes: int,
@@ -110,6 +131,7 @@ class RebuiltAttempt:
         where: str,
     ) -> None:
         self.seal = seal
+        self.number = number
         self.seal_digest = seal_digest
         self.record_digest = record_digest
         self.chain_bytes = chain_bytes
@@ -117,10 +139,6 @@ class RebuiltAttempt:
         self.spec_line = spec_line
         self.spec_fingerprint = spec_fingerprint
         self.where = where
-
-    @property
-    def number(self) -> int:
-        return self.seal["attempt"]  # type: ignore[no-any-return]
 
     @property
     def complete(self) -> bool:
@@ -148,8 +166,12 @@ class RebuiltAttempt:
 
     def matches(self, claim: AttemptEvidence) -> bool:
         """Whether ``claim`` is this attempt as :meth:`fields` gives it: its seal is the
-        seal ``claim`` implies, value for value (an outcome's and a spend's fields are
-        plain JSON values, so a record's ``__dict__`` is its JSON form)."""
+        seal ``claim`` implies, value for value.
+
+        ``claim`` must hold exactly what validation gives (the caller checks it with
+        :func:`~xaytune.core._exact.exactly_typed`): then the fields of its outcome
+        and spend are plain JSON values, so their ``__dict__`` is their JSON form.
+        """
         outcome = claim.outcome
         return (
             type(claim) is AttemptEvidence
@@ -208,7 +230,7 @@ def _check_record(
             )
     if record.attempt != number:
         raise refuse("attribution-mismatch", f"{where}: record says attempt {record.attempt}")
-    if records is None:
+    if not expected.learned:
         expected.learn_model(record.model)
     return record.model
 
@@ -274,11 +296,24 @@ def rebuild_attempt(
             chain["bytes"],
             chain["writer"],
         )
-        recovered = seal["recovered"]
+        recovered, status = seal["recovered"], seal["status"]
     except (ValueError, KeyError, TypeError) as error:
         raise refuse("bad-seal", f"{where}: unreadable seal ({error!r})") from None
-    if type(chain_bytes) is not int or writer != WRITER:
+    if seal.keys() != _SEAL_KEYS:
+        odd = sorted(seal.keys() ^ _SEAL_KEYS)
+        raise refuse("bad-seal", f"{where}: a seal missing or adding {', '.join(odd)}")
+    if writer != WRITER:
         raise refuse("bad-seal", f"{where}: a seal of another writer ({writer!r})")
+    # What the rebuild itself reads must be well-typed (the rest is compared with a
+    # typed claim, or typed by assembly).
+    if (
+        type(attempt) is not int
+        or type(events) is not int
+        or type(chain_bytes) is not int
+        or type(recovered) is not bool
+        or status not in _STATUSES
+    ):
+        raise refuse("bad-seal", f"{where}: a seal with ill-typed facts")
     record_digest = sha256_digest(record_raw)
     if record != record_digest or attempt != number:
         raise refuse("digest-mismatch", f"{where}: the seal is not this attempt's record's")
@@ -305,6 +340,7 @@ def rebuild_attempt(
     _check_seal_claim(seal, facts.last_event, where)
     return RebuiltAttempt(
         seal,
+        number=number,
         seal_digest=sha256_digest(seal_raw),
         record_digest=record_digest,
         chain_bytes=chain_bytes,
@@ -317,7 +353,7 @@ def rebuild_attempt(
 
 def _check_seal_claim(seal: dict[str, Any], last: dict[str, Any] | None, where: str) -> None:
     """A seal's status and outcome must be what its trajectory's end event says."""
-    status, outcome = seal.get("status"), seal.get("outcome")
+    status, outcome = seal["status"], seal["outcome"]
     if seal["recovered"]:
         # A recovered attempt was sealed after a crash: never complete, whatever its
         # trajectory says (an end event that was never sealed attests nothing).
@@ -331,5 +367,5 @@ def _check_seal_claim(seal: dict[str, Any], last: dict[str, Any] | None, where: 
         raise refuse("false-complete", f"{where}: sealed complete without an outcome")
     if status == "partial" and outcome is not None:
         raise refuse("false-complete", f"{where}: sealed partial with an outcome")
-    if end != {"status": status, "outcome": outcome, "spend": seal.get("spend")}:
+    if end != {"status": status, "outcome": outcome, "spend": seal["spend"]}:
         raise refuse("false-complete", f"{where}: seal does not match the trajectory's end")

@@ -28,7 +28,8 @@ from xaytune.harness._evidence_records import (
     EvidenceEntry,
     HarnessRunEvidence,
 )
-from xaytune.harness._rebuild import Rebuild, check_quarantine, compare_attempt_numbers, refuse
+from xaytune.harness._rebuild import Rebuild, check_quarantine, compare_attempt_numbers
+from xaytune.harness._rebuild_attempt import refuse
 from xaytune.harness.spec import AgentExecutionSpec
 from xaytune.harness.store import HarnessEvidenceStore
 

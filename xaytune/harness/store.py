@@ -336,7 +336,7 @@ def attempt_paths(directory: str | Path) -> list[tuple[int, str]]:
     except (FileNotFoundError, NotADirectoryError):
         return []
     found = []
-    prefix = directory + os.sep
+    prefix = directory if directory.endswith(os.sep) else directory + os.sep
     for name in names:
         number = _attempt_number(name)
         if number is None:

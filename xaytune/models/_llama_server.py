@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib.metadata
 import json
 import math
 import os
@@ -34,8 +35,11 @@ from xaytune.core.errors import ConfigError
 from xaytune.models._protocol import ModelError
 
 __all__ = [
+    "RUNTIME_DISTRIBUTION",
+    "SETUP_HINT",
     "LocalLlamaServer",
     "LocalServerSettings",
+    "runtime_version",
     "shared_server",
     "stop_shared_servers",
 ]
@@ -78,6 +82,22 @@ os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # nobody reads stdout from here on
 sys.stdin.read()
 leave()
 """
+
+
+RUNTIME_DISTRIBUTION = "xllamacpp"
+SETUP_HINT = "run scripts/setup-local-model.sh"
+
+
+def runtime_version() -> str:
+    """``xllamacpp==<version>``; refused with one line when it is not installed."""
+    try:
+        version = importlib.metadata.version(RUNTIME_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        raise ModelError(
+            "local-runtime-missing",
+            f"the llama.cpp runtime ({RUNTIME_DISTRIBUTION}) is not installed: {SETUP_HINT}",
+        ) from None
+    return f"{RUNTIME_DISTRIBUTION}=={version}"
 
 
 @dataclass(frozen=True)
@@ -141,10 +161,6 @@ class LocalLlamaServer:
 
     def start(self) -> LocalLlamaServer:
         """Start the child, wait until ``/health`` says ok; on any failure, stop it."""
-        # Imported here: llama_cpp_local imports this module, and the runtime's
-        # distribution name is read from its namespace at call time.
-        from xaytune.models.llama_cpp_local import runtime_version
-
         runtime_version()  # a one-line refusal before any process is started
         with self._lock:
             if self._process is not None:

