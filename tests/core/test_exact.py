@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict
@@ -80,3 +80,41 @@ def test_a_field_type_it_cannot_check_is_said_at_once():
 
     with pytest.raises(TypeError, match="no exact check"):
         exactly_typed(Odd(value=[1]))
+
+
+@pytest.mark.parametrize("slot", ["__pydantic_extra__", "__pydantic_private__"])
+def test_an_extra_or_private_value_is_found(slot):
+    # pydantic's == compares these too; validation of these classes never sets them.
+    record = outer()
+    object.__setattr__(record, slot, {"note": 1})
+    assert not exactly_typed(record)
+
+
+class Tagged(BaseModel):
+    model_config = _FROZEN
+
+    tags: dict[str, Any] = {}
+
+
+@pytest.mark.parametrize(
+    ("tags", "exact"),
+    [({}, True), ({"a": [1, {"b": None}]}, True), ({1: "a"}, False), ([("a", 1)], False)],
+    ids=repr,
+)
+def test_a_text_keyed_dict_is_checked_for_its_keys_only(tags, exact):
+    assert exactly_typed(Tagged().model_copy(update={"tags": tags})) is exact
+
+
+def test_a_class_that_may_hold_extra_or_private_values_is_said_at_once():
+    class Open(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
+        value: int
+
+    class Private(BaseModel):
+        value: int
+        _note: str = "n"
+
+    for cls in (Open, Private):
+        with pytest.raises(TypeError, match="extra or private"):
+            exactly_typed(cls(value=1))

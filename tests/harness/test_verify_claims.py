@@ -87,7 +87,22 @@ ILL_TYPED = {
     "a spend dict": lambda a: {"spend": a.spend.model_dump()},
     "a spend subclass": lambda a: {"spend": CheapSpend(**a.spend.model_dump())},
     "an unknown status": lambda a: {"status": "weird"},
+    "a list attempt number": lambda a: {"attempt": [1]},
+    "a text attempt number": lambda a: {"attempt": "1"},
+    "an outcome with an extra value": lambda a: {
+        "outcome": with_private(a.outcome, "__pydantic_extra__", {"note": "x"})
+    },
+    "a spend with a private value": lambda a: {
+        "spend": with_private(a.spend, "__pydantic_private__", {"_note": "x"})
+    },
 }
+
+
+def with_private(record, slot: str, value: dict):
+    """A copy of ``record`` whose ``slot`` holds ``value`` (no validation would give it)."""
+    copied = record.model_copy()
+    object.__setattr__(copied, slot, value)
+    return copied
 
 
 @pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
@@ -100,6 +115,56 @@ def test_a_claim_validation_would_refuse_is_refused(verified_run, forgery):
     forged = with_attempt(evidence, **ILL_TYPED[forgery](attempt))
     error = refused(lambda: verified_run.verify(forged), "digest-mismatch")
     assert f"task {evidence.entries[POSITION].task_id}" in str(error)
+
+
+ILL_TYPED_ENTRIES = {
+    "a float position": {"position": float(POSITION)},
+    "a list task id": {"task_id": ["arith"]},
+    "a text attempt number listed twice": None,  # built below
+}
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
+@pytest.mark.parametrize("forgery", sorted(ILL_TYPED_ENTRIES))
+def test_an_entry_validation_would_refuse_is_refused_not_crashed(verified_run, forgery):
+    evidence = verified_run.evidence
+    entries = list(evidence.entries)
+    entry = entries[POSITION]
+    update = ILL_TYPED_ENTRIES[forgery]
+    if update is None:
+        text = entry.attempts[0].model_copy(update={"attempt": "1"})
+        update = {"attempts": (text, text)}
+    entries[POSITION] = entry.model_copy(update=update)
+    forged = evidence.model_copy(update={"entries": tuple(entries)})
+    error = refused(lambda: verified_run.verify(forged), "digest-mismatch")
+    assert "validation would refuse" in str(error)
+    assert "task " in str(error)
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
+@pytest.mark.parametrize(
+    "update",
+    [
+        {"replicate": True},
+        {"seed": float(1)},
+        {"suite_name": None},
+        {"sampling": {"count": 20}},
+        {"model": {"provider": "p", "model": "m", "revision": "r", "parameters": {}}},
+    ],
+    ids=repr,
+)
+def test_evidence_facts_validation_would_refuse_are_refused(verified_run, update):
+    forged = verified_run.evidence.model_copy(update=update)
+    error = refused(lambda: verified_run.verify(forged), "digest-mismatch")
+    assert "the evidence object holds a value validation would refuse" in str(error)
+
+
+def test_evidence_with_no_canonical_form_is_refused_not_crashed(verified_run):
+    evidence = verified_run.evidence
+    model = evidence.model.model_copy(update={"parameters": {"note": "\ud800"}})
+    forged = evidence.model_copy(update={"model": model})
+    error = refused(lambda: verified_run.verify(forged), "digest-mismatch")
+    assert "no canonical form" in str(error)
 
 
 @pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
@@ -166,8 +231,10 @@ def seal_of(path: Path) -> dict:
 
 
 def write_seal(path: Path, seal: dict) -> None:
-    parts = AttemptParts.of(path.read_bytes(), str(path))
-    path.write_bytes(replace(parts, seal=canonical_bytes(seal) + b"\n").join())
+    """Write ``seal`` as sorted, compact JSON (the canonical form, but a float stays
+    one: ``1.0``, which RFC 8785 writes as ``1``)."""
+    line = json.dumps(seal, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    write_seal_line(path, line.encode() + b"\n")
 
 
 def rewrite_end(path: Path, edit) -> None:
@@ -207,6 +274,12 @@ def rewrite_end(path: Path, edit) -> None:
         (lambda s: s.update(attempt="1"), "ill-typed"),
         (lambda s: s.update(recovered=0), "ill-typed"),
         (lambda s: s.update(status="weird"), "ill-typed"),
+        (lambda s: s.update(status=["complete"]), "ill-typed"),
+        (lambda s: s.update(status={"complete": 1}), "ill-typed"),
+        (lambda s: s.update(spend="none"), "ill-typed"),
+        (lambda s: s["spend"].update(turns=float(s["spend"]["turns"])), "ill-typed"),
+        (lambda s: s["spend"].update(turns=True), "ill-typed"),
+        (lambda s: s["outcome"].update(answer=2996), "ill-typed"),
     ],
 )
 def test_a_malformed_seal_is_a_bad_seal_for_verify_and_assembly(verified_run, edit, why):
@@ -217,6 +290,52 @@ def test_a_malformed_seal_is_a_bad_seal_for_verify_and_assembly(verified_run, ed
     error = refused(verified_run.verify, "bad-seal")
     assert str(path) in str(error) and why in str(error)
     refused(verified_run.assemble, "bad-seal")
+
+
+def write_seal_line(path: Path, line: bytes) -> None:
+    parts = AttemptParts.of(path.read_bytes(), str(path))
+    path.write_bytes(replace(parts, seal=line).join())
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        (b'{"attempt":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", "nested too deeply"),
+        (rb'{"attempt":1,"note":"\ud800"}' + b"\n", "lone surrogate"),
+    ],
+    ids=["deeply nested", "lone surrogate"],
+)
+def test_a_seal_no_writer_could_write_is_a_bad_seal_not_a_crash(verified_run, line, why):
+    path = verified_run.attempt_file(POSITION)
+    write_seal_line(path, line)
+    for step in (verified_run.verify, verified_run.assemble):
+        error = refused(step, "bad-seal")
+        assert str(path) in str(error) and why in str(error)
+
+
+def test_a_lone_surrogate_in_a_sealed_answer_is_a_bad_seal(verified_run):
+    # The seal is the canonical seal of its facts but for one escape: an answer no
+    # UTF-8 file holds, which no evidence could record.
+    path = verified_run.attempt_file(POSITION)
+    seal = seal_of(path)
+    answer = seal["outcome"]["answer"]
+    line = canonical_bytes(seal).replace(f'"answer":"{answer}"'.encode(), rb'"answer":"\udc80"')
+    assert line != canonical_bytes(seal)
+    write_seal_line(path, line + b"\n")
+    for step in (verified_run.verify, verified_run.assemble):
+        error = refused(step, "bad-seal")
+        assert "lone surrogate" in str(error)
+
+
+@pytest.mark.parametrize("key", ["detail", "answer"])
+def test_a_rechained_seal_missing_an_outcome_key_is_a_bad_seal(verified_run, key):
+    # The end event and the seal agree and the chain verifies, but no writer leaves a
+    # key out: assembly refuses it rather than fill in the default.
+    path = verified_run.attempt_file(POSITION)
+    rewrite_end(path, lambda v: v["outcome"].pop(key))
+    refused(verified_run.verify, "digest-mismatch")  # the evidence's seal digest differs
+    error = refused(verified_run.assemble, "bad-seal")
+    assert str(path) in str(error) and "missing or adding a key" in str(error)
 
 
 def test_a_seal_that_is_not_json_is_a_bad_seal(verified_run):
@@ -287,10 +406,26 @@ def test_record_template_lines_are_the_records_record_bytes_writes(
 def test_parse_line_reads_one_value_with_or_without_its_newline():
     assert parse_line(b'{"a":[1,"\xc3\xa9"]}\n') == {"a": [1, "é"]}
     assert parse_line(b'{"a":1}') == {"a": 1}
+    # An escape is fine when it is text: a control character, a surrogate pair, an
+    # escaped backslash before "ud800".
+    escapes = rb'["\u0001","\ud83d\ude00","\\ud800"]'
+    assert parse_line(escapes) == ["\x01", "\U0001f600", "\\ud800"]
 
 
 @pytest.mark.parametrize(
-    "line", [b'{"a":1}{"b":2}\n', b'{"a":1}\n\n', b'{"a":1} \n', b"", b'{"a":', b"\xff\n"]
+    "line",
+    [
+        b'{"a":1}{"b":2}\n',
+        b'{"a":1}\n\n',
+        b'{"a":1} \n',
+        b"",
+        b'{"a":',
+        b"\xff\n",
+        b"[" * 100_000 + b"]" * 100_000,
+        rb'["\ud800"]',
+        rb'["\uDFFF\u0041"]',
+    ],
+    ids=lambda line: repr(line[:24]),
 )
 def test_parse_line_refuses_anything_but_one_value(line):
     with pytest.raises(ValueError):

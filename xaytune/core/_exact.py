@@ -8,8 +8,9 @@ too) checks it first with :func:`exactly_typed`.
 
 Supported field types are the ones records compared so use: ``int``, ``str``,
 ``bool``, ``None``, ``Literal`` of those, unions of them, ``tuple[X, ...]`` of them,
-and nested records of the same kind. ``int`` is never a ``bool``, and a nested record is exactly its
-declared class.
+``dict[str, Any]`` (its values are not checked) and nested records of the same kind.
+``int`` is never a ``bool``, a nested record is exactly its declared class, and a
+record holds no extra or private values (a class that may hold them is refused).
 """
 
 from __future__ import annotations
@@ -33,7 +34,11 @@ def exactly_typed(record: BaseModel) -> bool:
     """True when every field of ``record`` holds a value of exactly its declared type."""
     plan = _plan(type(record))
     values = record.__dict__
-    if len(values) != plan.fields:
+    if (
+        len(values) != plan.fields
+        or record.__pydantic_extra__ is not None
+        or record.__pydantic_private__ is not None
+    ):
         return False
     try:
         if plan.plain is not None and tuple(map(type, plan.plain(values))) != plan.types:
@@ -53,6 +58,8 @@ class _Plan:
     __slots__ = ("fields", "others", "plain", "types")
 
     def __init__(self, cls: type[BaseModel]) -> None:
+        if cls.model_config.get("extra") == "allow" or cls.__private_attributes__:
+            raise TypeError(f"exactly_typed: {cls.__name__} holds extra or private values")
         names, kinds, others = [], [], []
         for name, field in cls.model_fields.items():
             if field.annotation in _PLAIN:
@@ -94,6 +101,12 @@ def _check(annotation: Any) -> _Check:
             (only,) = rest
             return lambda value: type(value) in plain or only(value)
         return lambda value: type(value) in plain or any(check(value) for check in rest)
+    if origin is dict:
+        key, value = typing.get_args(annotation)
+        if key is str and value is Any:
+            # What validation gives: a dict with text keys, any values (compared as
+            # JSON by whoever reads them).
+            return lambda value: type(value) is dict and all(type(k) is str for k in value)
     if annotation is None or annotation is type(None):
         return lambda value: value is None
     if annotation in _PLAIN:

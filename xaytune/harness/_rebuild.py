@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
-from xaytune.core._exact import exactly_typed
 from xaytune.core.canonical import fingerprint
 from xaytune.core.domain.benchmark import BenchmarkSuite, TaskAssignment
 from xaytune.core.errors import EvidenceError
@@ -56,13 +55,12 @@ class _TaskFacts:
     def check(self, claimed: EvidenceEntry) -> None:
         """Refuse ``claimed`` unless it is :meth:`entry`, compared without building it.
 
-        ``claimed`` must hold exactly what validation gives (no subclass, no value of
-        another type: what ``==`` on records of the same class would then compare is
-        their values), and each of its attempts must match its rebuilt attempt.
+        ``claimed`` holds exactly what validation gives (the caller checked it with
+        :func:`~xaytune.core._exact.exactly_typed`: no subclass, no value of another
+        type, so comparing values is what ``==`` on records would do), and each of
+        its attempts must match its rebuilt attempt.
         """
         task = claimed.task_id
-        if type(claimed) is not EvidenceEntry or not exactly_typed(claimed):
-            raise refuse("digest-mismatch", f"task {task}: the entry is not a valid evidence entry")
         numbers = [a.attempt for a in claimed.attempts]
         stored = [r.number for r in self.attempts]
         if numbers != stored:
@@ -182,7 +180,7 @@ class Rebuild:
             yield task.entry()
 
     def compare(self, claimed: Sequence[EvidenceEntry]) -> None:
-        """Refuse the first entry of ``claimed`` the store does not rebuild.
+        """Refuse the first entry of ``claimed`` (exactly typed) the store does not rebuild.
 
         A difference is raised after the whole rebuild, as when the rebuilt evidence
         was compared whole: what the store does not support is refused first.

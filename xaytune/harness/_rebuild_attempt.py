@@ -27,6 +27,8 @@ from xaytune.models._protocol import ModelIdentity
 __all__ = ["Expected", "RebuiltAttempt", "rebuild_attempt", "refuse"]
 
 _STATUSES = frozenset({"complete", "partial"})
+_TEXT = (str, type(None))
+_COUNT = (int,)
 # A seal's keys, as AttemptSeal names them.
 _SEAL_KEYS = frozenset(field.alias or name for name, field in AttemptSeal.model_fields.items())
 
@@ -148,10 +150,13 @@ class RebuiltAttempt:
         """This attempt as the evidence records it: the fields of its
         :class:`AttemptEvidence`, by name (``bad-seal`` if the seal is ill-typed)."""
         try:
-            seal = AttemptSeal.model_validate(self.seal)
+            seal = AttemptSeal.model_validate(self.seal, strict=True)
         except ValueError as error:
-            first = str(error).splitlines()[0]
+            first = " ".join(str(error).splitlines()[:2])
             raise refuse("bad-seal", f"{self.where}: unreadable seal ({first})") from None
+        if seal.model_dump(mode="json", by_alias=True) != self.seal:
+            # A key left out (and so defaulted) or added: not a seal a writer wrote.
+            raise refuse("bad-seal", f"{self.where}: a seal missing or adding a key")
         return {
             "attempt": seal.attempt,
             "status": seal.status,
@@ -311,7 +316,10 @@ def rebuild_attempt(
         or type(events) is not int
         or type(chain_bytes) is not int
         or type(recovered) is not bool
+        or type(status) is not str
         or status not in _STATUSES
+        or not _plain_values(seal["spend"], _COUNT)
+        or (seal["outcome"] is not None and not _plain_values(seal["outcome"], _TEXT))
     ):
         raise refuse("bad-seal", f"{where}: a seal with ill-typed facts")
     record_digest = sha256_digest(record_raw)
@@ -349,6 +357,12 @@ def rebuild_attempt(
         spec_fingerprint=spec_fingerprint,
         where=where,
     )
+
+
+def _plain_values(value: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether ``value`` is a JSON object of values of exactly ``kinds`` (so that
+    ``==`` on it is JSON equality: ``1 == 1.0 == True`` in Python)."""
+    return type(value) is dict and all(type(v) in kinds for v in value.values())
 
 
 def _check_seal_claim(seal: dict[str, Any], last: dict[str, Any] | None, where: str) -> None:

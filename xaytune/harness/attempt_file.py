@@ -65,16 +65,28 @@ class AttemptLayout:
 
 
 _DECODER = json.JSONDecoder()
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 def parse_line(line: bytes) -> Any:
     """The one JSON value on ``line`` (its newline, if any, excluded).
 
     ``json.loads`` without its detours (encoding detection, whitespace): a line
-    of an attempt file is canonical JSON. ``ValueError`` if it is anything else.
+    of an attempt file is canonical JSON. ``ValueError`` if it is anything else,
+    including nesting too deep to parse and a lone surrogate (``"\\ud800"``: no
+    UTF-8 text holds one, so no writer wrote one).
     """
     text = line.decode()
-    value, end = _DECODER.raw_decode(text)
+    try:
+        value, end = _DECODER.raw_decode(text)
+        if "\\u" in text:
+            # Canonical JSON escapes control characters only; any escape is checked
+            # to decode to UTF-8 text.
+            _ENCODER.encode(value).encode()
+    except RecursionError:
+        raise ValueError("not one JSON value: nested too deeply") from None
+    except UnicodeEncodeError:
+        raise ValueError("not UTF-8 text: a lone surrogate") from None
     if end != len(text) and text[end:] != "\n":
         raise ValueError(f"not one JSON value: extra data at {end}")
     return value

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from pathlib import Path
 
+from xaytune.core._exact import exactly_typed
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import (
     BenchmarkSuite,
@@ -22,6 +23,7 @@ from xaytune.core.domain.benchmark import (
     TaskAssignment,
     record_assignment,
 )
+from xaytune.core.errors import FingerprintError
 from xaytune.harness._evidence_records import (
     EVIDENCE_SCHEMA,
     AttemptEvidence,
@@ -172,8 +174,8 @@ def verify_run_evidence(
     reuse = just_rebuilt is not None and all(
         mine is theirs for mine, theirs in zip(just_rebuilt, (evidence, suite, store), strict=True)
     )
-    if not reuse and evidence.digest != evidence.content_digest():
-        raise refuse("digest-mismatch", "the evidence digest is not its contents'")
+    if not reuse:
+        _check_record(evidence)
     assignment = _check_claims(evidence, suite, source)
     if reuse:
         return
@@ -205,6 +207,46 @@ def verify_run_evidence(
     # are equal in Python but not in JSON (0.0 == False): compared as JSON.
     if canonical_bytes(evidence.model) != canonical_bytes(rebuild.model):
         raise refuse("digest-mismatch", "the evidence is not what the suite and store rebuild")
+
+
+def _check_record(evidence: HarnessRunEvidence) -> None:
+    """The evidence is a record validation gives, and its digest is its contents'.
+
+    Every comparison after this one compares values: a record made without
+    validation (``model_copy(update=...)``, ``model_construct``) may hold a value
+    of another type, a subclass or an extra value, which ``==`` on JSON values
+    would not see.
+    """
+    if type(evidence) is not HarnessRunEvidence or not exactly_typed(evidence):
+        raise refuse(
+            "digest-mismatch",
+            f"{_ill_typed_part(evidence)} holds a value validation would refuse "
+            "(of another type, a subclass or an extra value)",
+        )
+    try:
+        content = evidence.content_digest()
+    except FingerprintError as error:
+        raise refuse("digest-mismatch", f"the evidence has no canonical form ({error})") from None
+    if evidence.digest != content:
+        raise refuse("digest-mismatch", "the evidence digest is not its contents'")
+
+
+def _ill_typed_part(evidence: HarnessRunEvidence) -> str:
+    """Which part of an evidence object :func:`exactly_typed` refuses, for the message:
+    the first such attempt, or entry, or the evidence itself."""
+    entries = getattr(evidence, "entries", None)
+    for entry in entries if type(entries) is tuple else ():
+        if type(entry) is EvidenceEntry and exactly_typed(entry):
+            continue
+        task = getattr(entry, "task_id", None)
+        attempts = getattr(entry, "attempts", None)
+        for index, attempt in enumerate(attempts if type(attempts) is tuple else (), 1):
+            if type(attempt) is not AttemptEvidence or not exactly_typed(attempt):
+                number = getattr(attempt, "attempt", None)
+                named = f"{number:03d}" if type(number) is int else f"#{index} ({number!r})"
+                return f"task {task!s} attempt {named}"
+        return f"task {task!s} (its entry)"
+    return "the evidence object"
 
 
 def _check_claims(
