@@ -29,13 +29,18 @@ POSITION = 3
 OTHER_DIGEST = "sha256:" + "ab" * 32
 
 
-def with_attempt(evidence: HarnessRunEvidence, **update) -> HarnessRunEvidence:
-    """``evidence`` resealed with the attempt at POSITION changed by ``update``."""
+def replace_attempt(evidence: HarnessRunEvidence, **update) -> HarnessRunEvidence:
+    """``evidence`` with the attempt at POSITION changed by ``update`` (not resealed)."""
     entries = list(evidence.entries)
     entry = entries[POSITION]
     attempts = (entry.attempts[0].model_copy(update=update), *entry.attempts[1:])
     entries[POSITION] = entry.model_copy(update={"attempts": attempts})
-    return evidence.model_copy(update={"entries": tuple(entries)}).sealed()
+    return evidence.model_copy(update={"entries": tuple(entries)})
+
+
+def with_attempt(evidence: HarnessRunEvidence, **update) -> HarnessRunEvidence:
+    """``evidence`` resealed with the attempt at POSITION changed by ``update``."""
+    return replace_attempt(evidence, **update).sealed()
 
 
 def _spend_plus_one(attempt: AttemptEvidence) -> SpendRecord:
@@ -65,6 +70,7 @@ def test_each_forged_attempt_fact_is_refused_naming_task_and_attempt(verified_ru
     assert forged.entries[POSITION].attempts[0] != attempt
     error = refused(lambda: verified_run.verify(forged), "digest-mismatch")
     assert f"task {evidence.entries[POSITION].task_id} attempt 001" in str(error)
+    assert str(verified_run.attempt_file(POSITION)) in str(error)
     verified_run.verify()
 
 
@@ -88,6 +94,8 @@ ILL_TYPED = {
     "a spend subclass": lambda a: {"spend": CheapSpend(**a.spend.model_dump())},
     "an unknown status": lambda a: {"status": "weird"},
     "a list attempt number": lambda a: {"attempt": [1]},
+    "a list status": lambda a: {"status": ["complete"]},
+    "a list terminal": lambda a: {"outcome": a.outcome.model_copy(update={"terminal": ["answer"]})},
     "a text attempt number": lambda a: {"attempt": "1"},
     "an outcome with an extra value": lambda a: {
         "outcome": with_private(a.outcome, "__pydantic_extra__", {"note": "x"})
@@ -146,6 +154,7 @@ def test_an_entry_validation_would_refuse_is_refused_not_crashed(verified_run, f
     "update",
     [
         {"replicate": True},
+        {"schema_": ["xaytune.harness-run-evidence/v1"]},
         {"seed": float(1)},
         {"suite_name": None},
         {"sampling": {"count": 20}},
@@ -159,12 +168,50 @@ def test_evidence_facts_validation_would_refuse_are_refused(verified_run, update
     assert "the evidence object holds a value validation would refuse" in str(error)
 
 
-def test_evidence_with_no_canonical_form_is_refused_not_crashed(verified_run):
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
+@pytest.mark.parametrize(
+    "parameter",
+    ["\ud800", 2**60, object(), nested(300), nested(100_000)],
+    ids=["lone surrogate", "unsafe integer", "not JSON", "deep", "deeper than recursion"],
+)
+def test_evidence_with_no_canonical_form_is_refused_not_crashed(verified_run, parameter):
     evidence = verified_run.evidence
-    model = evidence.model.model_copy(update={"parameters": {"note": "\ud800"}})
+    model = evidence.model.model_copy(update={"parameters": {"note": parameter}})
     forged = evidence.model_copy(update={"model": model})
     error = refused(lambda: verified_run.verify(forged), "digest-mismatch")
-    assert "no canonical form" in str(error)
+    assert "the evidence's facts (suite, sampling, seed, model) has no canonical" in str(error)
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        lambda a: {"outcome": a.outcome.model_copy(update={"answer": "\udc80"})},
+        lambda a: {"spend": a.spend.model_copy(update={"turns": 2**60})},
+    ],
+    ids=["lone surrogate answer", "unsafe integer spend"],
+)
+def test_an_attempt_with_no_canonical_form_is_named(verified_run, update):
+    evidence = verified_run.evidence
+    forged = replace_attempt(evidence, **update(evidence.entries[POSITION].attempts[0]))
+    error = refused(lambda: verified_run.verify(forged), "digest-mismatch")
+    task = evidence.entries[POSITION].task_id
+    assert f"task {task} attempt 001 (in the evidence) has no canonical JSON form" in str(error)
+
+
+@pytest.mark.parametrize("count", [10**6, 0, -1])
+def test_a_sampling_no_assignment_has_is_refused_not_crashed(verified_run, count):
+    evidence = verified_run.evidence
+    sampling = evidence.sampling.model_copy(update={"count": count})
+    forged = evidence.model_copy(update={"sampling": sampling}).sealed()
+    error = refused(lambda: verified_run.verify(forged), "assignment-mismatch")
+    assert f"seed {evidence.seed}: no assignment of this suite" in str(error)
 
 
 @pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
@@ -237,9 +284,10 @@ def write_seal(path: Path, seal: dict) -> None:
     write_seal_line(path, line.encode() + b"\n")
 
 
-def rewrite_end(path: Path, edit) -> None:
+def rewrite_end(path: Path, edit, *, seal_values: bool = True) -> None:
     """Rewrite the end event with ``edit(v)``, re-chain it and reseal to match (what
-    someone with write access to the store can do: seals are not signed)."""
+    someone with write access to the store can do: seals are not signed); with
+    ``seal_values=False`` the seal keeps its status, outcome and spend."""
     data = path.read_bytes()
     parts = AttemptParts.of(data, str(path))
     events = [json.loads(line) for line in parts.events]
@@ -256,30 +304,44 @@ def rewrite_end(path: Path, edit) -> None:
         lines.append(line)
         prev = "sha256:" + hashlib.sha256(line).hexdigest()
     seal = json.loads(parts.seal)
-    seal.update(status=end["v"]["status"], outcome=end["v"]["outcome"], spend=end["v"]["spend"])
+    if seal_values:
+        v = end["v"]
+        seal.update(status=v["status"], outcome=v["outcome"], spend=v["spend"])
     seal["trajectory"].update(head=prev, bytes=sum(map(len, lines)), events=len(lines))
-    path.write_bytes(replace(parts, events=tuple(lines), seal=canonical_bytes(seal) + b"\n").join())
+    line = json.dumps(seal, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    path.write_bytes(replace(parts, events=tuple(lines), seal=line.encode() + b"\n").join())
 
 
 @pytest.mark.parametrize(
     ("edit", "why"),
     [
         (lambda s: s["trajectory"].update(writer="someone-else/v9"), "another writer"),
-        (lambda s: s.pop("recovered"), "unreadable"),
-        (lambda s: s.pop("status"), "unreadable"),
+        (lambda s: s.pop("recovered"), "missing or adding recovered"),
+        (lambda s: s.pop("status"), "missing or adding status"),
         (lambda s: s.pop("spend"), "missing or adding spend"),
         (lambda s: s.update(note="added"), "missing or adding note"),
-        (lambda s: s.pop("trajectory"), "unreadable"),
+        (lambda s: s.pop("trajectory"), "missing or adding trajectory"),
         (lambda s: s["trajectory"].update(bytes="12"), "ill-typed"),
         (lambda s: s.update(attempt="1"), "ill-typed"),
         (lambda s: s.update(recovered=0), "ill-typed"),
         (lambda s: s.update(status="weird"), "ill-typed"),
         (lambda s: s.update(status=["complete"]), "ill-typed"),
         (lambda s: s.update(status={"complete": 1}), "ill-typed"),
-        (lambda s: s.update(spend="none"), "ill-typed"),
+        (lambda s: s.update(spend="none"), "spend is not a JSON object"),
         (lambda s: s["spend"].update(turns=float(s["spend"]["turns"])), "ill-typed"),
         (lambda s: s["spend"].update(turns=True), "ill-typed"),
         (lambda s: s["outcome"].update(answer=2996), "ill-typed"),
+        (lambda s: s["outcome"].update(terminal="gave-up"), "ill-typed outcome"),
+        (lambda s: s["outcome"].update(terminal=["answer"]), "ill-typed outcome"),
+        (lambda s: s["outcome"].pop("detail"), "outcome is missing or adding detail"),
+        (lambda s: s["spend"].update(turns=-1), "ill-typed spend"),
+        (lambda s: s["spend"].update(turns=2**60), "ill-typed spend"),
+        (lambda s: s["spend"].pop("retries"), "spend is missing or adding retries"),
+        (lambda s: s["trajectory"].update(bytes=-1), "ill-typed facts"),
+        (lambda s: s["trajectory"].update(head=None), "ill-typed facts"),
+        (lambda s: s["trajectory"].update(note=1), "trajectory is missing or adding note"),
+        (lambda s: s.update(schema="xaytune.attempt-seal/v0"), "another schema"),
+        (lambda s: s.update(schema=["xaytune.attempt-seal/v1"]), "another schema"),
     ],
 )
 def test_a_malformed_seal_is_a_bad_seal_for_verify_and_assembly(verified_run, edit, why):
@@ -333,9 +395,38 @@ def test_a_rechained_seal_missing_an_outcome_key_is_a_bad_seal(verified_run, key
     # key out: assembly refuses it rather than fill in the default.
     path = verified_run.attempt_file(POSITION)
     rewrite_end(path, lambda v: v["outcome"].pop(key))
-    refused(verified_run.verify, "digest-mismatch")  # the evidence's seal digest differs
-    error = refused(verified_run.assemble, "bad-seal")
-    assert str(path) in str(error) and "missing or adding a key" in str(error)
+    for step in (verified_run.verify, verified_run.assemble):
+        error = refused(step, "bad-seal")
+        assert str(path) in str(error) and f"outcome is missing or adding {key}" in str(error)
+
+
+def test_a_rechained_unsafe_spend_is_a_bad_seal(verified_run):
+    # End event and seal agree on a count canonical JSON cannot write exactly.
+    path = verified_run.attempt_file(POSITION)
+    rewrite_end(path, lambda v: v["spend"].update(turns=2**60))
+    for step in (verified_run.verify, verified_run.assemble):
+        error = refused(step, "bad-seal")
+        assert str(path) in str(error) and "ill-typed spend" in str(error)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda v: v["spend"].update(turns=float(v["spend"]["turns"])),
+        lambda v: v["spend"].update(retries=bool(v["spend"]["retries"])),
+        lambda v: v["outcome"].update(answer=int(v["outcome"]["answer"])),
+    ],
+    ids=["float turns", "bool retries", "int answer"],
+)
+def test_an_end_event_equal_to_its_seal_only_in_python_is_refused(verified_run, edit):
+    # 5.0 == 5 and False == 0 in Python, not in JSON: the end event, re-chained, says
+    # another thing than the seal, whose values are left as they were.
+    path = verified_run.attempt_file(POSITION)
+    assert seal_of(path)["spend"]["retries"] in (0, 1)
+    rewrite_end(path, edit, seal_values=False)
+    for step in (verified_run.verify, verified_run.assemble):
+        error = refused(step, "false-complete")
+        assert str(path) in str(error) and "does not match the trajectory's end" in str(error)
 
 
 def test_a_seal_that_is_not_json_is_a_bad_seal(verified_run):
@@ -349,9 +440,9 @@ def test_an_ill_typed_outcome_rechained_and_resealed_is_refused(verified_run):
     # The end event and the seal agree and the chain verifies: only the types say no.
     path = verified_run.attempt_file(POSITION)
     rewrite_end(path, lambda v: v["outcome"].update(terminal="gave-up"))
-    refused(verified_run.verify, "digest-mismatch")
-    error = refused(verified_run.assemble, "bad-seal")
-    assert str(path) in str(error)
+    for step in (verified_run.verify, verified_run.assemble):
+        error = refused(step, "bad-seal")
+        assert str(path) in str(error) and "ill-typed outcome" in str(error)
 
 
 def test_a_rechained_and_resealed_answer_is_still_refused_by_the_evidence(verified_run):

@@ -85,7 +85,9 @@ def _check(annotation: Any) -> _Check:
     origin = typing.get_origin(annotation)
     if origin is typing.Literal:
         allowed = frozenset((type(value), value) for value in typing.get_args(annotation))
-        return lambda value: (type(value), value) in allowed
+        kinds = frozenset(kind for kind, _ in allowed)
+        # The type first: a value of another type may not even be hashable.
+        return lambda value: type(value) in kinds and (type(value), value) in allowed
     if origin is tuple:
         members = typing.get_args(annotation)
         if len(members) == 2 and members[1] is Ellipsis:

@@ -69,8 +69,7 @@ class _TaskFacts:
             if not rebuilt.matches(mine):
                 raise refuse(
                     "digest-mismatch",
-                    f"task {task} attempt {mine.attempt:03d}: evidence "
-                    "does not match the stored attempt",
+                    f"{rebuilt.where}: the evidence's attempt is not the stored one",
                 )
         if (
             claimed.task_id != self.task_id

@@ -18,19 +18,13 @@ from xaytune.core.errors import EvidenceError
 from xaytune.harness._attempt import RecordTemplate, attribution_facts
 from xaytune.harness._evidence_records import AttemptEvidence
 from xaytune.harness._io import read_file
-from xaytune.harness._seal import seal_facts
+from xaytune.harness._seal import seal_facts, seal_problem
 from xaytune.harness.attempt_file import SEAL_PREFIX, AttemptLayout, parse_line, split_attempt
 from xaytune.harness.store import AttemptRecord, AttemptSeal
-from xaytune.harness.trajectory import WRITER, verify_chain
+from xaytune.harness.trajectory import verify_chain
 from xaytune.models._protocol import ModelIdentity
 
 __all__ = ["Expected", "RebuiltAttempt", "rebuild_attempt", "refuse"]
-
-_STATUSES = frozenset({"complete", "partial"})
-_TEXT = (str, type(None))
-_COUNT = (int,)
-# A seal's keys, as AttemptSeal names them.
-_SEAL_KEYS = frozenset(field.alias or name for name, field in AttemptSeal.model_fields.items())
 
 
 def refuse(reason: str, message: str) -> EvidenceError:
@@ -148,15 +142,11 @@ class RebuiltAttempt:
 
     def fields(self) -> dict[str, Any]:
         """This attempt as the evidence records it: the fields of its
-        :class:`AttemptEvidence`, by name (``bad-seal`` if the seal is ill-typed)."""
-        try:
-            seal = AttemptSeal.model_validate(self.seal, strict=True)
-        except ValueError as error:
-            first = " ".join(str(error).splitlines()[:2])
-            raise refuse("bad-seal", f"{self.where}: unreadable seal ({first})") from None
-        if seal.model_dump(mode="json", by_alias=True) != self.seal:
-            # A key left out (and so defaulted) or added: not a seal a writer wrote.
-            raise refuse("bad-seal", f"{self.where}: a seal missing or adding a key")
+        :class:`AttemptEvidence`, by name."""
+        # The seal's form was checked (seal_problem): validation types it, and a
+        # failure here would be a seal_problem that lets through what the record
+        # refuses.
+        seal = AttemptSeal.model_validate(self.seal)
         return {
             "attempt": seal.attempt,
             "status": seal.status,
@@ -294,34 +284,14 @@ def rebuild_attempt(
     seal_raw = data[layout.events_end :]
     try:
         seal = parse_line(seal_raw)
-        attempt, record, chain = seal["attempt"], seal["attempt_record"], seal["trajectory"]
-        head, events, chain_bytes, writer = (
-            chain["head"],
-            chain["events"],
-            chain["bytes"],
-            chain["writer"],
-        )
-        recovered, status = seal["recovered"], seal["status"]
-    except (ValueError, KeyError, TypeError) as error:
-        raise refuse("bad-seal", f"{where}: unreadable seal ({error!r})") from None
-    if seal.keys() != _SEAL_KEYS:
-        odd = sorted(seal.keys() ^ _SEAL_KEYS)
-        raise refuse("bad-seal", f"{where}: a seal missing or adding {', '.join(odd)}")
-    if writer != WRITER:
-        raise refuse("bad-seal", f"{where}: a seal of another writer ({writer!r})")
-    # What the rebuild itself reads must be well-typed (the rest is compared with a
-    # typed claim, or typed by assembly).
-    if (
-        type(attempt) is not int
-        or type(events) is not int
-        or type(chain_bytes) is not int
-        or type(recovered) is not bool
-        or type(status) is not str
-        or status not in _STATUSES
-        or not _plain_values(seal["spend"], _COUNT)
-        or (seal["outcome"] is not None and not _plain_values(seal["outcome"], _TEXT))
-    ):
-        raise refuse("bad-seal", f"{where}: a seal with ill-typed facts")
+    except ValueError as error:
+        raise refuse("bad-seal", f"{where}: unreadable seal ({error})") from None
+    problem = seal_problem(seal)
+    if problem is not None:
+        raise refuse("bad-seal", f"{where}: {problem}")
+    attempt, record, chain = seal["attempt"], seal["attempt_record"], seal["trajectory"]
+    head, events, chain_bytes = chain["head"], chain["events"], chain["bytes"]
+    recovered = seal["recovered"]
     record_digest = sha256_digest(record_raw)
     if record != record_digest or attempt != number:
         raise refuse("digest-mismatch", f"{where}: the seal is not this attempt's record's")
@@ -359,12 +329,6 @@ def rebuild_attempt(
     )
 
 
-def _plain_values(value: Any, kinds: tuple[type, ...]) -> bool:
-    """Whether ``value`` is a JSON object of values of exactly ``kinds`` (so that
-    ``==`` on it is JSON equality: ``1 == 1.0 == True`` in Python)."""
-    return type(value) is dict and all(type(v) in kinds for v in value.values())
-
-
 def _check_seal_claim(seal: dict[str, Any], last: dict[str, Any] | None, where: str) -> None:
     """A seal's status and outcome must be what its trajectory's end event says."""
     status, outcome = seal["status"], seal["outcome"]
@@ -381,5 +345,16 @@ def _check_seal_claim(seal: dict[str, Any], last: dict[str, Any] | None, where: 
         raise refuse("false-complete", f"{where}: sealed complete without an outcome")
     if status == "partial" and outcome is not None:
         raise refuse("false-complete", f"{where}: sealed partial with an outcome")
-    if end != {"status": status, "outcome": outcome, "spend": seal["spend"]}:
+    spend = seal["spend"]
+    # An outcome's values are text or null, equal only to text or null; a spend's are
+    # integers, equal to floats and booleans too.
+    if end != {"status": status, "outcome": outcome, "spend": spend} or not _same_types(
+        end["spend"], spend
+    ):
         raise refuse("false-complete", f"{where}: seal does not match the trajectory's end")
+
+
+def _same_types(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    """Whether the values of two equal flat objects have the same JSON types too (in
+    Python ``1 == 1.0 == True``): ``theirs`` is a checked seal's."""
+    return all(type(value) is type(theirs[key]) for key, value in mine.items())

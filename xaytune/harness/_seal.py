@@ -1,15 +1,35 @@
 """The seal, as an attempt (and a recovery) writes it and as verification expects it:
-one builder, so the seal cannot be spelled two ways."""
+one builder, so the seal cannot be spelled two ways, and one check of a parsed seal's
+form (:func:`seal_problem`), so verification and assembly refuse the same seals."""
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 from xaytune.core.canonical import canonical_bytes
-from xaytune.harness.store import SEAL_SCHEMA
+from xaytune.harness.store import (
+    SEAL_SCHEMA,
+    AttemptSeal,
+    Outcome,
+    SpendRecord,
+    Terminal,
+    TrajectorySeal,
+)
 from xaytune.harness.trajectory import WRITER
 
-__all__ = ["seal_facts", "seal_line"]
+__all__ = ["seal_facts", "seal_line", "seal_problem"]
+
+# The seal's form, as its records name it.
+_SEAL_KEYS = frozenset(field.alias or name for name, field in AttemptSeal.model_fields.items())
+_CHAIN_KEYS = frozenset(TrajectorySeal.model_fields)
+_OUTCOME_KEYS = frozenset(Outcome.model_fields)
+_SPEND_KEYS = frozenset(SpendRecord.model_fields)
+_STATUSES = frozenset(typing.get_args(AttemptSeal.model_fields["status"].annotation))
+_TERMINALS = frozenset(typing.get_args(Terminal))
+_TEXT = (str, type(None))
+# A count is a JSON integer canonical JSON writes exactly (RFC 8785: |n| < 2^53).
+_MAX_COUNT = 2**53 - 1
 
 
 def seal_facts(
@@ -42,3 +62,73 @@ def seal_facts(
 def seal_line(**facts: Any) -> bytes:
     """The seal of :func:`seal_facts` as its line: canonical, newline-terminated."""
     return canonical_bytes(seal_facts(**facts)) + b"\n"
+
+
+def seal_problem(seal: Any) -> str | None:
+    """What makes ``seal`` (a parsed seal line) other than a seal a writer writes, or
+    None: its keys (every one, none added, at every level), its schema and writer,
+    and the exact JSON type of every value (``1.0`` and ``true`` are not ``1``, so
+    ``==`` on a seal that passes is JSON equality). Counts are non-negative safe
+    integers. What the values must equal (the record's digest, the chain) is the
+    caller's to compare.
+    """
+    problem = _object_problem(seal, "", _SEAL_KEYS) or _object_problem(
+        seal["trajectory"], "trajectory", _CHAIN_KEYS
+    )
+    if problem is not None:
+        return problem
+    chain = seal["trajectory"]
+    if seal["schema"] != SEAL_SCHEMA:
+        return f"a seal of another schema ({str(seal['schema'])[:40]!r})"
+    if chain["writer"] != WRITER:
+        return f"a seal of another writer ({str(chain['writer'])[:40]!r})"
+    status = seal["status"]
+    if not (
+        _is_count(seal["attempt"])
+        and _is_count(chain["events"])
+        and _is_count(chain["bytes"])
+        and type(chain["head"]) is str
+        and type(seal["attempt_record"]) is str
+        and type(seal["recovered"]) is bool
+        and type(status) is str
+        and status in _STATUSES
+    ):
+        return "a seal with ill-typed facts"
+    spend = seal["spend"]
+    problem = _object_problem(spend, "spend", _SPEND_KEYS)
+    if problem is not None:
+        return problem
+    counts = spend.values()
+    if not all(type(v) is int for v in counts) or min(counts) < 0 or max(counts) > _MAX_COUNT:
+        return "a seal with ill-typed spend"
+    outcome = seal["outcome"]
+    if outcome is None:
+        return None
+    problem = _object_problem(outcome, "outcome", _OUTCOME_KEYS)
+    if problem is not None:
+        return problem
+    terminal = outcome["terminal"]
+    if (
+        type(terminal) is not str
+        or terminal not in _TERMINALS
+        or type(outcome["answer"]) not in _TEXT
+        or type(outcome["detail"]) not in _TEXT
+    ):
+        return "a seal with ill-typed outcome"
+    return None
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= _MAX_COUNT
+
+
+def _object_problem(value: Any, part: str, keys: frozenset[str]) -> str | None:
+    """What makes ``value`` other than a JSON object of exactly ``keys`` (the seal's
+    ``part``, or the seal itself), or None."""
+    whose = f"a seal whose {part}" if part else "a seal"
+    if type(value) is not dict:
+        return f"{whose} is not a JSON object"
+    if value.keys() != keys:
+        odd = ", ".join(sorted(str(key)[:40] for key in value.keys() ^ keys))
+        return f"{whose} is missing or adding {odd}"
+    return None

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from xaytune.core._exact import exactly_typed
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import (
@@ -23,7 +25,7 @@ from xaytune.core.domain.benchmark import (
     TaskAssignment,
     record_assignment,
 )
-from xaytune.core.errors import FingerprintError
+from xaytune.core.errors import FingerprintError, SuiteError
 from xaytune.harness._evidence_records import (
     EVIDENCE_SCHEMA,
     AttemptEvidence,
@@ -225,8 +227,12 @@ def _check_record(evidence: HarnessRunEvidence) -> None:
         )
     try:
         content = evidence.content_digest()
-    except FingerprintError as error:
-        raise refuse("digest-mismatch", f"the evidence has no canonical form ({error})") from None
+    except (FingerprintError, ValueError, RecursionError):
+        # A value with no canonical JSON (a lone surrogate, an integer beyond 2^53, a
+        # value that is not JSON at all): which part holds it is found only now.
+        raise refuse(
+            "digest-mismatch", f"{_uncanonical_part(evidence)} has no canonical JSON form"
+        ) from None
     if evidence.digest != content:
         raise refuse("digest-mismatch", "the evidence digest is not its contents'")
 
@@ -249,6 +255,27 @@ def _ill_typed_part(evidence: HarnessRunEvidence) -> str:
     return "the evidence object"
 
 
+def _uncanonical_part(evidence: HarnessRunEvidence) -> str:
+    """Which part of an (exactly typed) evidence object has no canonical JSON form, for
+    the message: the first such attempt, or entry, or the evidence's own facts."""
+    for entry in evidence.entries:
+        if _canonical(entry):
+            continue
+        for attempt in entry.attempts:
+            if not _canonical(attempt):
+                return f"task {entry.task_id} attempt {attempt.attempt:03d} (in the evidence)"
+        return f"task {entry.task_id} (its entry)"
+    return "the evidence's facts (suite, sampling, seed, model)"
+
+
+def _canonical(record: BaseModel) -> bool:
+    try:
+        canonical_bytes(record.model_dump(mode="json", by_alias=True))
+    except (FingerprintError, ValueError, RecursionError):
+        return False
+    return True
+
+
 def _check_claims(
     evidence: HarnessRunEvidence, suite: BenchmarkSuite, source: SuiteSource
 ) -> TaskAssignment:
@@ -260,7 +287,14 @@ def _check_claims(
             f"evidence is for suite {evidence.suite_name} {evidence.suite_digest}, "
             f"not {suite.name} {suite.digest}",
         )
-    assignment = record_assignment(suite, evidence.sampling, seed=evidence.seed)
+    try:
+        assignment = record_assignment(suite, evidence.sampling, seed=evidence.seed)
+    except (SuiteError, ValueError) as error:
+        # A sampling or seed no assignment of this suite has (a count beyond the
+        # suite, or one validation would refuse).
+        raise refuse(
+            "assignment-mismatch", f"seed {evidence.seed}: no assignment of this suite ({error})"
+        ) from None
     if assignment.digest != evidence.assignment_digest:
         raise refuse("assignment-mismatch", f"seed {evidence.seed}: assignment digest differs")
     listed = [entry.task_id for entry in evidence.entries]
