@@ -21,11 +21,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     root = Path(args[0])
     if not root.is_dir():
-        print(f"error: {root}: not a directory", file=sys.stderr)
+        print(_one_line(f"error: {root}: not a directory"), file=sys.stderr)
         return 2
     problems, counts = audit_tree(root)
     for problem in problems:
-        print(problem)
+        print(_one_line(problem))
     if problems:
         print(f"FAILED: {len(problems)} problem(s)", file=sys.stderr)
         return 1
@@ -34,6 +34,14 @@ def main(argv: list[str] | None = None) -> int:
         f"{counts['reports']} reports verified"
     )
     return 0
+
+
+def _one_line(text: str) -> str:
+    """``text`` with every unprintable character escaped (a file name may hold a
+    newline): one problem, one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 if __name__ == "__main__":

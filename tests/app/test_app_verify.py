@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import shutil
 
 import pytest
 
 from xaytune.harness.attempt_file import AttemptParts
+from xaytune.harness.store import STORE_MARKER
 
 pytestmark = pytest.mark.slow
 
@@ -86,3 +90,138 @@ def test_verify_usage_errors(tmp_path, verify):
     result = verify(empty, in_process=True)
     assert result.returncode == 1
     assert "not an xaytune output tree" in result.stdout
+
+
+# -- the manifest ties the tree together ----------------------------------------------
+
+
+def _edit_manifest(tree, edit):
+    path = tree / "manifest.json"
+    manifest = json.loads(path.read_bytes())
+    edit(manifest)
+    path.write_text(json.dumps(manifest))
+
+
+def _refused(verify, tree, *words):
+    """verify fails on ``tree``; every problem is one line; some line holds all ``words``."""
+    result = verify(tree, in_process=True)
+    assert result.returncode == 1, result.describe()
+    assert "Traceback" not in result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert any(all(word in line for word in words) for line in lines), result.describe()
+    return lines
+
+
+def test_evidence_swapped_between_candidates_is_refused(quickstart_copy, verify):
+    a = quickstart_copy / "candidates/calculator/seed-101/evidence"
+    b = quickstart_copy / "candidates/mental/seed-101/evidence"
+    shutil.rmtree(a)
+    shutil.copytree(b, a)
+    _refused(verify, quickstart_copy, "evidence-mismatch", str(a))
+
+
+@pytest.mark.parametrize("remove", ["store", "marker"])
+def test_a_removed_store_or_marker_is_refused(quickstart_copy, verify, remove):
+    store = quickstart_copy / "candidates/mental/seed-103/evidence"
+    if remove == "store":
+        shutil.rmtree(store)
+    else:
+        (store / STORE_MARKER).unlink()
+    _refused(verify, quickstart_copy, "store-missing", str(store))
+
+
+def test_a_store_no_manifest_lists_is_refused(quickstart_copy, verify):
+    _edit_manifest(quickstart_copy, lambda m: m["replicates"].pop())
+    _refused(verify, quickstart_copy, "unlisted-store", "seed-103/evidence")
+
+
+def test_a_tree_without_its_manifest_is_refused(quickstart_copy, verify):
+    (quickstart_copy / "manifest.json").rename(quickstart_copy / "comparison" / "manifest.json")
+    lines = _refused(verify, quickstart_copy, "unlisted-store")
+    assert sum("unlisted-store" in line for line in lines) == 6
+
+
+def test_a_report_edited_and_dropped_from_the_manifest_is_refused(quickstart_copy, verify):
+    report = quickstart_copy / "comparison" / "report.md"
+    report.write_text(report.read_text().replace("trade-off", "favors-a"))
+    _edit_manifest(quickstart_copy, lambda m: m["reports"].pop("comparison/report.md"))
+    _refused(verify, quickstart_copy, "report-unlisted", str(report))
+
+
+@pytest.mark.parametrize(
+    "name", ["../../../../../../etc/hostname", "/etc/hostname", "comparison/../../x"]
+)
+def test_a_report_path_outside_the_tree_is_refused(quickstart_copy, verify, name):
+    _edit_manifest(quickstart_copy, lambda m: m["reports"].update({name: "sha256:" + "0" * 64}))
+    _refused(verify, quickstart_copy, "bad-manifest", "is not inside")
+
+
+def test_a_replicate_path_outside_the_tree_is_refused(quickstart_copy, verify):
+    _edit_manifest(quickstart_copy, lambda m: m["replicates"][0].update(path="../elsewhere"))
+    _refused(verify, quickstart_copy, "bad-manifest", "'../elsewhere' is not inside")
+
+
+def test_an_incomplete_run_is_refused(quickstart_copy, verify):
+    _edit_manifest(quickstart_copy, lambda m: m.update(complete=False))
+    _refused(verify, quickstart_copy, "incomplete-run", "manifest.json")
+
+
+def _manifest_edit(edit):
+    def write(path):
+        manifest = json.loads(path.read_bytes())
+        edit(manifest)
+        path.write_text(json.dumps(manifest))
+
+    return write
+
+
+MALFORMED = {
+    "truncated": lambda path: path.write_bytes(b'{"suite":'),
+    "not utf-8": lambda path: path.write_bytes(b"\xff\xfe"),
+    "a list": lambda path: path.write_bytes(b"[]"),
+    "empty object": lambda path: path.write_bytes(b"{}"),
+    "deep": lambda path: path.write_bytes(b"[" * 100_000 + b"]" * 100_000),
+    "a directory": lambda path: (path.unlink(), path.mkdir()),
+    "reports a list": _manifest_edit(lambda m: m.update(reports=[])),
+    "a float seed": _manifest_edit(lambda m: m["replicates"][0].update(seed=101.0)),
+    "suite null": _manifest_edit(lambda m: m.update(suite=None)),
+    "another schema": _manifest_edit(lambda m: m.update(schema="xaytune.experiment-manifest/v0")),
+}
+
+
+@pytest.mark.parametrize("malformed", sorted(MALFORMED))
+def test_a_malformed_manifest_is_one_line_not_a_traceback(quickstart_copy, verify, malformed):
+    path = quickstart_copy / "manifest.json"
+    MALFORMED[malformed](path)
+    _refused(verify, quickstart_copy, "bad-manifest", str(path))
+
+
+def test_a_symlink_in_the_tree_is_refused(quickstart_copy, verify, tmp_path):
+    report = quickstart_copy / "comparison" / "report.md"
+    outside = tmp_path / "report.md"
+    shutil.copy(report, outside)
+    report.unlink()
+    report.symlink_to(outside)
+    _refused(verify, quickstart_copy, "symlink", str(report))
+
+
+def test_a_problem_line_escapes_a_newline_in_a_file_name(quickstart_copy, verify):
+    stray = quickstart_copy / "candidates" / "mental" / "seed-101" / "evaluation" / "odd\nname"
+    stray.write_text("not a report the manifest lists")
+    lines = _refused(verify, quickstart_copy, "report-unlisted", "odd\\nname")
+    assert all("report-unlisted" in line or "odd" not in line for line in lines)
+
+
+def test_an_evaluation_of_other_evidence_is_refused_even_with_the_manifest_rewritten(
+    quickstart_copy, verify
+):
+    # The calculator's replicate record swapped for the mental one's, the manifest's
+    # digest of it rewritten to match: its evaluations name another subject.
+    mine = quickstart_copy / "candidates/calculator/seed-101/replicate.restricted.json"
+    other = quickstart_copy / "candidates/mental/seed-101/replicate.restricted.json"
+    shutil.copy(other, mine)
+    name = str(mine.relative_to(quickstart_copy))
+    digest = "sha256:" + hashlib.sha256(mine.read_bytes()).hexdigest()
+    _edit_manifest(quickstart_copy, lambda m: m["reports"].update({name: digest}))
+    lines = _refused(verify, quickstart_copy, "evaluation-mismatch", str(mine))
+    assert len(lines) == 1, lines

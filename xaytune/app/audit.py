@@ -1,21 +1,35 @@
 """Re-verifying an output tree from its files alone (``python -m xaytune.verify DIR``).
 
-Checks every evidence store (each published subject loads untampered and its
-evidence verifies against the suite and the store), that every store has a
-published subject, and that every report digest in each manifest matches its file.
+Every manifest in the tree is read (:mod:`xaytune.app._manifest_view`) and holds
+for its own directory:
+
+- every report it lists is inside that directory and has the digest it records, and
+  every report file there is listed (a report cannot be added, or edited and
+  dropped from the manifest);
+- every replicate it lists has an evidence store whose published subjects are
+  exactly the ones recorded, each of which loads untampered, verifies against the
+  suite and the store, and is the evidence of that replicate's seed, assignment
+  and candidate; the replicate's evaluations are of that evidence.
+
+Every evidence store in the tree must be listed by a manifest, and the tree holds
+no symbolic links (a writer never makes one; a link could show files from
+elsewhere). Problems are one line each, naming the file.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from xaytune.app.manifest import MANIFEST
+from xaytune.app._manifest_view import ManifestView, ReplicateView, inside, read_manifest
+from xaytune.app.experiment import REPLICATE_FILE
+from xaytune.app.manifest import MANIFEST, report_files
 from xaytune.core.canonical import sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
-from xaytune.harness.evidence import verify_run_evidence
+from xaytune.harness.evidence import HarnessRunEvidence, verify_run_evidence
 from xaytune.harness.publish import PublishedSubject, load_published
 from xaytune.harness.store import STORE_MARKER, HarnessEvidenceStore
 from xaytune.suites import builtin_suite_path
@@ -23,64 +37,211 @@ from xaytune.suites import builtin_suite_path
 __all__ = ["audit_tree"]
 
 
-def _source(manifest: dict) -> SuiteSource:
-    suite = manifest["suite"]
-    path = builtin_suite_path(suite["builtin"]) if suite.get("builtin") else Path(suite["path"])
-    source = SuiteSource(path)
-    if source.digest != suite["digest"]:
-        raise XaytuneError(
-            "suite-mismatch", f"suite at {path} is not the manifest's {suite['digest']}"
-        )
-    return source
+@dataclass
+class _Audit:
+    """What an audit has found so far."""
+
+    problems: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(
+        default_factory=lambda: {"stores": 0, "subjects": 0, "reports": 0}
+    )
+    sources: dict[str, SuiteSource] = field(default_factory=dict)
+    # Each store's published evidence, once verified (None: it did not verify).
+    stores: dict[Path, dict[str, HarnessRunEvidence] | None] = field(default_factory=dict)
+
+    def problem(self, path: Path, message: str) -> None:
+        """One line naming ``path`` (once: an error's message may name it already)."""
+        self.problems.append(message if str(path) in message else f"{path}: {message}")
 
 
 def audit_tree(root: Path) -> tuple[list[str], dict[str, int]]:
     """Problems (one line each) and counts of what verified."""
-    problems: list[str] = []
-    counts = {"stores": 0, "subjects": 0, "reports": 0}
+    audit = _Audit()
     manifests = sorted(root.rglob(MANIFEST))
     if not manifests:
-        return [f"{root}: no {MANIFEST}; not an xaytune output tree"], counts
-    sources: dict[str, SuiteSource] = {}
+        return [f"{root}: no {MANIFEST}; not an xaytune output tree"], audit.counts
+    _check_no_links(root, audit)
+    listed: set[Path] = set()
     for path in manifests:
-        manifest = json.loads(path.read_bytes())
         try:
-            sources.setdefault(manifest["suite"]["digest"], _source(manifest))
+            manifest = read_manifest(path)
         except XaytuneError as error:
-            problems.append(f"{path}: {error}")
-        for name, digest in manifest.get("reports", {}).items():
-            report = path.parent / name
-            if not report.exists():
-                problems.append(f"{report}: listed in {path.name} but missing")
-            elif sha256_digest(report.read_bytes()) != digest:
-                problems.append(f"{report}: digest-mismatch: not the file the manifest recorded")
-            else:
-                counts["reports"] += 1
-    for store_root in _stores(root):
-        counts["stores"] += 1
-        store = HarnessEvidenceStore(store_root)
-        published = sorted(store.published_dir.glob("*.intoto.json"))
-        if not published:
-            problems.append(f"{store_root}: no published evidence subject")
-        for statement in published:
-            subject = PublishedSubject(
-                digest="sha256:" + statement.name.split(".")[0],
-                path=str(statement),
-                store_root=str(store_root),
-            )
-            try:
-                evidence = load_published(subject)
-                source = sources.get(evidence.suite_digest)
-                if source is None:
-                    problems.append(f"{statement}: suite {evidence.suite_digest} is in no manifest")
-                    continue
-                verify_run_evidence(evidence, source.suite, source, store)
-                counts["subjects"] += 1
-            except XaytuneError as error:
-                problems.append(f"{statement}: {error}")
-    return problems, counts
-
-
-def _stores(root: Path) -> Iterator[Path]:
+            audit.problem(path, str(error))
+            continue
+        source = _source(manifest, path, audit)
+        _check_reports(manifest, path.parent, audit)
+        for replicate in manifest.replicates:
+            store_root = _check_replicate(manifest, replicate, path, source, audit)
+            if store_root is not None:
+                listed.add(store_root)
     for marker in sorted(root.rglob(STORE_MARKER)):
-        yield marker.parent
+        if marker.parent not in listed:
+            audit.problem(marker.parent, "unlisted-store: an evidence store no manifest lists")
+    return audit.problems, audit.counts
+
+
+def _check_no_links(root: Path, audit: _Audit) -> None:
+    for directory, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            path = Path(directory) / name
+            if path.is_symlink():
+                audit.problem(path, "symlink: an output tree holds no links")
+
+
+def _source(manifest: ManifestView, path: Path, audit: _Audit) -> SuiteSource | None:
+    """The manifest's suite, pinned by its digest (None, with a problem, if not)."""
+    suite = manifest.suite
+    known = audit.sources.get(suite.digest)
+    if known is not None:
+        return known
+    try:
+        if suite.builtin is not None:
+            location = builtin_suite_path(suite.builtin)
+        elif suite.path is not None:
+            location = Path(suite.path)
+        else:
+            raise XaytuneError("bad-manifest", "suite: neither builtin nor path")
+        source = SuiteSource(location)
+        if source.digest != suite.digest:
+            raise XaytuneError(
+                "suite-mismatch", f"suite at {location} is not the manifest's {suite.digest}"
+            )
+    except XaytuneError as error:
+        audit.problem(path, str(error))
+        return None
+    except OSError as error:
+        audit.problem(path, f"suite-missing: suite unreadable ({error.strerror})")
+        return None
+    audit.sources[suite.digest] = source
+    return source
+
+
+def _check_reports(manifest: ManifestView, base: Path, audit: _Audit) -> None:
+    manifest_path = base / MANIFEST
+    for name, digest in manifest.reports.items():
+        report = inside(base, name)
+        if report is None:
+            audit.problem(manifest_path, f"bad-manifest: report {name!r} is not inside {base}")
+        elif not report.is_file():
+            audit.problem(report, f"report-missing: listed in {MANIFEST} but not a file here")
+        elif sha256_digest(report.read_bytes()) != digest:
+            audit.problem(report, "digest-mismatch: not the file the manifest recorded")
+        else:
+            audit.counts["reports"] += 1
+    for report in report_files(base):
+        if str(report.relative_to(base)) not in manifest.reports:
+            audit.problem(report, f"report-unlisted: a report {manifest_path} does not list")
+
+
+def _check_replicate(
+    manifest: ManifestView,
+    replicate: ReplicateView,
+    manifest_path: Path,
+    source: SuiteSource | None,
+    audit: _Audit,
+) -> Path | None:
+    """Check one listed replicate's store; its root, when the path is inside the tree."""
+    directory = inside(manifest_path.parent, replicate.path)
+    if directory is None:
+        audit.problem(
+            manifest_path, f"bad-manifest: replicate {replicate.path!r} is not inside the tree"
+        )
+        return None
+    store_root = directory / "evidence"
+    if not (store_root / STORE_MARKER).is_file():
+        audit.problem(store_root, "store-missing: the manifest lists this replicate's evidence")
+        return store_root
+    if source is None:
+        return store_root  # the manifest's suite is refused already
+    published = _verified_store(store_root, source, audit)
+    if published is None:
+        return store_root
+    recorded = set(replicate.evidence_digests)
+    if set(published) != recorded:
+        audit.problem(
+            store_root,
+            f"evidence-mismatch: published {sorted(published)}, "
+            f"{manifest_path} records {sorted(recorded)}",
+        )
+        return store_root
+    _check_evaluations(directory / REPLICATE_FILE, replicate, published, audit)
+    harness = manifest.harness_of(directory.parent.name)
+    for digest, evidence in published.items():
+        if (
+            evidence.seed != replicate.seed
+            or evidence.assignment_digest != replicate.assignment_digest
+            or evidence.harness_fingerprint != harness
+        ):
+            audit.problem(
+                store_root,
+                f"evidence-mismatch: {digest} is not the evidence of candidate "
+                f"{directory.parent.name} seed {replicate.seed} as {manifest_path} records",
+            )
+    return store_root
+
+
+def _check_evaluations(
+    path: Path,
+    replicate: ReplicateView,
+    published: dict[str, HarnessRunEvidence],
+    audit: _Audit,
+) -> None:
+    """The replicate's evaluations are of its published evidence (the file's own bytes
+    are checked against the manifest's digest with the reports)."""
+    try:
+        record = json.loads(path.read_bytes())
+        evaluations = record["evaluations"]
+        subjects = [(e["subject_digest"], e["seed"], e["assignment_digest"]) for e in evaluations]
+    except (OSError, ValueError, RecursionError, KeyError, TypeError):
+        audit.problem(path, "evaluation-mismatch: not a replicate record")
+        return
+    for subject, seed, assignment in subjects:
+        if (
+            subject not in published
+            or seed != replicate.seed
+            or assignment != replicate.assignment_digest
+        ):
+            audit.problem(
+                path,
+                f"evaluation-mismatch: an evaluation of {subject}, not of this replicate's "
+                "published evidence",
+            )
+            return
+
+
+def _verified_store(
+    store_root: Path, source: SuiteSource, audit: _Audit
+) -> dict[str, HarnessRunEvidence] | None:
+    """Every published subject of a store, each loaded and verified (once per audit);
+    None, with problems, if any does not."""
+    if store_root in audit.stores:
+        return audit.stores[store_root]
+    audit.stores[store_root] = None
+    audit.counts["stores"] += 1
+    store = HarnessEvidenceStore(store_root)
+    statements = sorted(store.published_dir.glob("*.intoto.json"))
+    if not statements:
+        audit.problem(store_root, "subject-missing: no published evidence subject")
+        return None
+    published: dict[str, HarnessRunEvidence] = {}
+    for statement in statements:
+        subject = PublishedSubject(
+            digest="sha256:" + statement.name.split(".")[0],
+            path=str(statement),
+            store_root=str(store_root),
+        )
+        try:
+            evidence = load_published(subject)
+            verify_run_evidence(evidence, source.suite, source, store)
+        except XaytuneError as error:
+            audit.problem(statement, str(error))
+            continue
+        except OSError as error:
+            audit.problem(statement, f"unreadable: {error.strerror}")
+            continue
+        published[subject.digest] = evidence
+        audit.counts["subjects"] += 1
+    if len(published) != len(statements):
+        return None
+    audit.stores[store_root] = published
+    return published

@@ -15,7 +15,7 @@ from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import ConfigError
 from xaytune.harness.store import atomic_write
 
-__all__ = ["MANIFEST", "REPORT_FILES", "check_resume", "write_manifest"]
+__all__ = ["MANIFEST", "REPORT_FILES", "check_resume", "report_files", "write_manifest"]
 
 MANIFEST = "manifest.json"
 # Every report the run wrote (digests in the manifest; ``python -m xaytune.verify``
@@ -89,10 +89,15 @@ def write_manifest(
         manifest["replicates"] = _replicates(out)
         manifest["reports"] = {
             str(path.relative_to(out)): sha256_digest(path.read_bytes())
-            for path in sorted({p for pattern in REPORT_FILES for p in out.glob(pattern)})
-            if path.is_file() and not path.name.startswith(".")
+            for path in report_files(out)
         }
     atomic_write(out / MANIFEST, canonical_bytes(manifest) + b"\n")
+
+
+def report_files(out: Path) -> list[Path]:
+    """The reports under ``out`` a manifest written there covers (REPORT_FILES)."""
+    found = {path for pattern in REPORT_FILES for path in out.glob(pattern)}
+    return sorted(path for path in found if path.is_file() and not path.name.startswith("."))
 
 
 def _what_is_run(plain: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@ unbuffered, fsync on request."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,32 +24,39 @@ _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
 
 def atomic_write(path: Path | str, data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` to ``path`` whole or not at all (temp file, fsync, rename)."""
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    write_file(tmp, data, durable=durable)
-    os.replace(tmp, path)
+    atomic_write_chunks(path, (data,), durable=durable)
 
 
 def atomic_write_chunks(path: Path | str, chunks: Iterable[bytes], *, durable: bool) -> None:
-    """:func:`atomic_write` of the concatenated ``chunks``, never held whole."""
+    """:func:`atomic_write` of the concatenated ``chunks``, never held whole.
+
+    On any failure (a chunk that raises, a full disk, an interrupt) the temp file is
+    removed and ``path`` is left as it was. The temp file is never a symlink
+    followed: a write lands in ``path``'s directory or nowhere.
+    """
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, _CREATE, 0o666)
+    fd = os.open(tmp, _CREATE | os.O_NOFOLLOW, 0o666)
     try:
-        pending: list[bytes] = []
-        size = 0
-        for chunk in chunks:  # written in pieces of about a MiB
-            pending.append(chunk)
-            size += len(chunk)
-            if size >= 1 << 20:
-                write_all(fd, b"".join(pending))
-                pending, size = [], 0
-        write_all(fd, b"".join(pending))
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            pending: list[bytes] = []
+            size = 0
+            for chunk in chunks:  # written in pieces of about a MiB
+                pending.append(chunk)
+                size += len(chunk)
+                if size >= 1 << 20:
+                    write_all(fd, b"".join(pending))
+                    pending, size = [], 0
+            write_all(fd, b"".join(pending))
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -177,7 +177,7 @@ def verify_run_evidence(
         mine is theirs for mine, theirs in zip(just_rebuilt, (evidence, suite, store), strict=True)
     )
     if not reuse:
-        _check_record(evidence)
+        check_evidence_object(evidence)
     assignment = _check_claims(evidence, suite, source)
     if reuse:
         return
@@ -211,8 +211,9 @@ def verify_run_evidence(
         raise refuse("digest-mismatch", "the evidence is not what the suite and store rebuild")
 
 
-def _check_record(evidence: HarnessRunEvidence) -> None:
-    """The evidence is a record validation gives, and its digest is its contents'.
+def check_evidence_object(evidence: HarnessRunEvidence) -> None:
+    """Refuse (``digest-mismatch``) an evidence object that is not a record validation
+    gives, or whose digest is not its contents'. Used by verification and publishing.
 
     Every comparison after this one compares values: a record made without
     validation (``model_copy(update=...)``, ``model_construct``) may hold a value

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -20,9 +21,9 @@ from typing import BinaryIO, Literal
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from xaytune.core.canonical import canonical_array_chunks, canonical_bytes, canonical_object_chunks
-from xaytune.core.errors import EvidenceError
+from xaytune.core.errors import EvidenceError, FingerprintError
 from xaytune.harness.attempt_file import attempt_name
-from xaytune.harness.evidence import EvidenceEntry, HarnessRunEvidence
+from xaytune.harness.evidence import EvidenceEntry, HarnessRunEvidence, check_evidence_object
 from xaytune.harness.store import HarnessEvidenceStore, atomic_write_chunks
 
 __all__ = [
@@ -107,60 +108,121 @@ def _same_bytes(chunks: Iterable[bytes], raw: bytes) -> bool:
 def publish_evidence(evidence: HarnessRunEvidence, store: HarnessEvidenceStore) -> PublishedSubject:
     """Write ``evidence`` as a statement under ``store``; return its subject.
 
-    Refuses evidence whose digest is not its contents' (``digest-mismatch``) and a
-    different record already published under the same digest (``subject-tampered``).
+    Refuses an evidence object validation would not give, or whose digest is not
+    its contents' (``digest-mismatch``); a different record already published under
+    the same digest (``subject-tampered``); and a statement that cannot be written
+    as a regular file inside the store (``publish-failed``: ``published/`` or the
+    target a symlink, a directory, another file, or an OS error), leaving no
+    partial file.
     """
-    if evidence.digest != evidence.content_digest():
-        raise EvidenceError("digest-mismatch", "the evidence digest is not its contents'")
-    directory = store.published_dir
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{_hex(evidence.digest)}.intoto.json"
-    if path.exists():
-        with open(path, "rb") as handle:
-            same = _same_file(statement_chunks(evidence), handle)
-        if not same:
-            raise EvidenceError(
-                "subject-tampered", f"{path}: a different record is published under this digest"
-            )
-    else:
-        atomic_write_chunks(path, statement_chunks(evidence), durable=store.durable)
+    check_evidence_object(evidence)
+    path = _publish_target(store, evidence.digest)
+    try:
+        if _is_file(path):
+            with open(path, "rb") as handle:
+                same = _same_file(statement_chunks(evidence), handle)
+            if not same:
+                raise EvidenceError(
+                    "subject-tampered", f"{path}: a different record is published under this digest"
+                )
+        else:
+            atomic_write_chunks(path, statement_chunks(evidence), durable=store.durable)
+    except OSError as error:
+        raise _publish_failed(path, error) from None
     return PublishedSubject(digest=evidence.digest, path=str(path), store_root=str(store.root))
 
 
-def load_published(subject: PublishedSubject) -> HarnessRunEvidence:
-    """Load a published subject; refuse it (``subject-tampered``) if edited on disk."""
-    path = Path(subject.path)
+def _publish_target(store: HarnessEvidenceStore, digest: str) -> Path:
+    """The statement file of ``digest`` under ``store``, its directory made; refused
+    when ``published/`` is not a real directory (a symlink could lead outside)."""
+    directory = store.published_dir
     try:
-        with open(path, "rb") as handle:
-            evidence = _predicate(handle)
-            if evidence is not None:
-                same = _same_file(statement_chunks(evidence), handle)
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise _publish_failed(directory, error) from None
+    if directory.is_symlink():
+        raise EvidenceError(
+            "publish-failed", f"{directory}: a symlink; publishing writes only inside the store"
+        )
+    return directory / f"{_hex(digest)}.intoto.json"
+
+
+def _is_file(path: Path) -> bool:
+    """True when ``path`` is a regular file, False when nothing is there; refused
+    (``publish-failed``) when it is anything else (a symlink is never followed)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(mode):
+        raise EvidenceError(
+            "publish-failed",
+            f"{path}: not a regular file (a symlink, directory or other); "
+            "publishing writes only regular files inside the store",
+        )
+    return True
+
+
+def _publish_failed(path: Path, error: OSError) -> EvidenceError:
+    return EvidenceError("publish-failed", f"{path}: cannot publish ({error.strerror or error})")
+
+
+def load_published(subject: PublishedSubject) -> HarnessRunEvidence:
+    """Load a published subject; refuse it (``subject-tampered``) if edited on disk,
+    if it is not in its store's ``published/``, or if it is not a statement
+    publish_evidence writes; ``subject-missing`` if it cannot be read."""
+    path = Path(subject.path)
+    _check_in_store(subject, path)
+    try:
+        evidence, same = _load_statement(path)
+        intact = (
+            same
+            and evidence.digest == subject.digest
+            and evidence.content_digest() == evidence.digest
+        )
     except OSError as error:
         raise EvidenceError("subject-missing", f"{path}: cannot read ({error.strerror})") from None
-    if evidence is None:  # not the layout publish_evidence writes: parse it whole
-        try:
-            raw = path.read_bytes()
-        except OSError as error:
-            raise EvidenceError(
-                "subject-missing", f"{path}: cannot read ({error.strerror})"
-            ) from None
-        try:
-            evidence = HarnessRunEvidence.model_validate(_statement(raw, path)["predicate"])
-        except (ValidationError, KeyError, TypeError):
-            raise EvidenceError(
-                "subject-tampered", f"{path}: not a valid evidence statement"
-            ) from None
-        same = _same_bytes(statement_chunks(evidence), raw)
-    if (
-        evidence.digest != subject.digest
-        or evidence.content_digest() != evidence.digest
-        or not same
-        or path.name != f"{_hex(subject.digest)}.intoto.json"
-    ):
+    except (FingerprintError, ValueError, RecursionError):
+        # A value with no canonical JSON (a lone surrogate, an integer beyond 2^53):
+        # no statement publish_evidence writes holds one.
+        raise EvidenceError(
+            "subject-tampered", f"{path}: the published record holds a value with no canonical JSON"
+        ) from None
+    if not intact or path.name != f"{_hex(subject.digest)}.intoto.json":
         raise EvidenceError(
             "subject-tampered", f"{path}: the published record is not the subject it claims"
         )
     return evidence
+
+
+def _check_in_store(subject: PublishedSubject, path: Path) -> None:
+    """Refuse (``subject-tampered``) a statement that is not in ``published/`` of the
+    store the subject names (compared resolved: a symlink or ``..`` leads elsewhere)."""
+    try:
+        inside = path.resolve().parent == (Path(subject.store_root) / "published").resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        inside = False
+    if not inside:
+        raise EvidenceError(
+            "subject-tampered",
+            f"{path}: not a published record of the store {subject.store_root}",
+        )
+
+
+def _load_statement(path: Path) -> tuple[HarnessRunEvidence, bool]:
+    """The evidence of the statement at ``path``, and whether the file is exactly the
+    statement of that evidence."""
+    with open(path, "rb") as handle:
+        evidence = _predicate(handle)
+        if evidence is not None:
+            return evidence, _same_file(statement_chunks(evidence), handle)
+    # Not the layout publish_evidence writes: parse it whole.
+    raw = path.read_bytes()
+    try:
+        evidence = HarnessRunEvidence.model_validate(_statement(raw, path)["predicate"])
+    except (ValidationError, KeyError, TypeError):
+        raise EvidenceError("subject-tampered", f"{path}: not a valid evidence statement") from None
+    return evidence, _same_bytes(statement_chunks(evidence), raw)
 
 
 # A statement as publish_evidence writes it: canonical JSON, keys in this order.
@@ -196,7 +258,7 @@ def _predicate(handle: BinaryIO) -> HarnessRunEvidence | None:
     del tail
     try:
         return _evidence_of(_pread(fd, end - len(_HEAD), len(_HEAD)))
-    except (ValueError, TypeError, KeyError, AttributeError):
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
 
 
@@ -245,7 +307,7 @@ def _same_file(chunks: Iterable[bytes], handle: BinaryIO) -> bool:
 def _statement(raw: bytes, path: Path) -> dict[str, object]:
     try:
         statement = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply to parse
         raise EvidenceError("subject-tampered", f"{path}: not JSON") from None
     if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
         raise EvidenceError("subject-tampered", f"{path}: not an in-toto Statement v1")

@@ -349,9 +349,11 @@ def attempt_paths(directory: str | Path) -> list[tuple[int, str]]:
 
 
 def _marker_schema(marker: Path) -> object:
+    """The schema the marker names; None when it is unreadable or not such JSON
+    (nested too deeply to parse included), which ``check_schema`` refuses."""
     try:
         return json.loads(marker.read_bytes()).get("schema")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
 
 

@@ -1,0 +1,97 @@
+"""A written manifest as the auditor reads it: its shape checked, its paths kept inside.
+
+``python -m xaytune.verify`` trusts nothing in a tree, the manifest included: a
+manifest that is not JSON, not of this schema, incomplete, or names a path outside
+its own directory is refused (``bad-manifest``, ``incomplete-run``) in one line
+naming the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from xaytune.core.errors import XaytuneError
+
+__all__ = ["ManifestView", "ReplicateView", "inside", "read_manifest"]
+
+_VIEW = ConfigDict(frozen=True, extra="ignore", strict=True)
+
+
+class SuiteView(BaseModel):
+    model_config = _VIEW
+
+    digest: str
+    builtin: str | None = None
+    path: str | None = None
+
+
+class CandidateView(BaseModel):
+    model_config = _VIEW
+
+    name: str
+    harness_fingerprint: str
+
+
+class ReplicateView(BaseModel):
+    model_config = _VIEW
+
+    path: str
+    seed: int
+    assignment_digest: str
+    evidence_digests: tuple[str, ...]
+
+
+class ManifestView(BaseModel):
+    """What the auditor reads of a manifest (the rest is for people)."""
+
+    model_config = _VIEW
+
+    schema_: Literal["xaytune.experiment-manifest/v1"] = Field(alias="schema")
+    complete: bool
+    suite: SuiteView
+    candidates: dict[str, CandidateView]
+    replicates: tuple[ReplicateView, ...] = ()
+    reports: dict[str, str] = {}
+
+    def harness_of(self, name: str) -> str | None:
+        """The harness fingerprint of the candidate called ``name``, if any."""
+        for candidate in self.candidates.values():
+            if candidate.name == name:
+                return candidate.harness_fingerprint
+        return None
+
+
+def read_manifest(path: Path) -> ManifestView:
+    """The manifest at ``path``: ``bad-manifest`` unless it reads as one, and
+    ``incomplete-run`` unless its run finished."""
+    try:
+        raw = path.read_bytes()
+        view = ManifestView.model_validate_json(raw)
+    except OSError as error:
+        raise XaytuneError("bad-manifest", f"{path}: unreadable ({error.strerror})") from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise XaytuneError(
+            "bad-manifest", f"{path}: {where or 'the file'}: {first['msg']}"
+        ) from None
+    except (ValueError, RecursionError):
+        raise XaytuneError("bad-manifest", f"{path}: not a JSON manifest") from None
+    if not view.complete:
+        raise XaytuneError(
+            "incomplete-run",
+            f"{path}: the run did not finish (complete: false); resume it, then verify",
+        )
+    return view
+
+
+def inside(base: Path, name: str) -> Path | None:
+    """``base / name`` when ``name`` is a relative path that stays under ``base``
+    (no absolute path, no ``..``, no NUL), else None."""
+    parts = PurePosixPath(name).parts
+    if not parts or PurePosixPath(name).is_absolute() or ".." in parts or "\x00" in name:
+        return None
+    return base.joinpath(*parts)
