@@ -224,4 +224,41 @@ def test_an_evaluation_of_other_evidence_is_refused_even_with_the_manifest_rewri
     digest = "sha256:" + hashlib.sha256(mine.read_bytes()).hexdigest()
     _edit_manifest(quickstart_copy, lambda m: m["reports"].update({name: digest}))
     lines = _refused(verify, quickstart_copy, "evaluation-mismatch", str(mine))
+    # The comparison recomputed from the swapped record differs too.
+    assert sum("evaluation-mismatch" in line for line in lines) == 1, lines
+    assert any("report-mismatch" in line for line in lines), lines
+
+
+def _rewrite_with_digest(tree, path, text_edit):
+    """Edit a report and rewrite the manifest's digest of it to match (what someone
+    with write access to the tree can do: the manifest is not signed)."""
+    data = path.read_bytes()
+    edited = text_edit(data)
+    assert edited != data
+    path.write_bytes(edited)
+    name = str(path.relative_to(tree))
+    digest = "sha256:" + hashlib.sha256(edited).hexdigest()
+    _edit_manifest(tree, lambda m: m["reports"].update({name: digest}))
+
+
+@pytest.mark.parametrize(
+    "name", ["report.md", "report.html", "report.json", "report.restricted.json"]
+)
+def test_a_comparison_edited_with_its_digest_is_refused(quickstart_copy, verify, name):
+    # The verdict changed, and the manifest made to agree: the comparison the
+    # replicates give, recomputed, is not this one.
+    path = quickstart_copy / "comparison" / name
+    _rewrite_with_digest(quickstart_copy, path, lambda d: d.replace(b"trade-off", b"favors-a"))
+    lines = _refused(verify, quickstart_copy, "report-mismatch", str(path))
     assert len(lines) == 1, lines
+
+
+def test_a_replicate_record_edited_with_its_digest_is_refused(quickstart_copy, verify):
+    # One task's success flipped in the record the comparison reads (and the
+    # manifest made to agree): the comparison recomputed from it differs.
+    path = quickstart_copy / "candidates/mental/seed-102/replicate.restricted.json"
+    _rewrite_with_digest(
+        quickstart_copy, path, lambda d: d.replace(b'"value":1}', b'"value":0}', 1)
+    )
+    lines = _refused(verify, quickstart_copy, "report-mismatch", "comparison")
+    assert all("report-mismatch" in line for line in lines), lines

@@ -9,7 +9,7 @@ naming the file.
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -55,6 +55,7 @@ class ManifestView(BaseModel):
     candidates: dict[str, CandidateView]
     replicates: tuple[ReplicateView, ...] = ()
     reports: dict[str, str] = {}
+    config: dict[str, Any] = {}
 
     def harness_of(self, name: str) -> str | None:
         """The harness fingerprint of the candidate called ``name``, if any."""

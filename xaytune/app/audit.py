@@ -5,7 +5,8 @@ for its own directory:
 
 - every report it lists is inside that directory and has the digest it records, and
   every report file there is listed (a report cannot be added, or edited and
-  dropped from the manifest);
+  dropped from the manifest); its comparison is the one its replicate records
+  give, recomputed (:mod:`xaytune.app._audit_comparison`);
 - every replicate it lists has an evidence store whose published subjects are
   exactly the ones recorded, each of which loads untampered, verifies against the
   suite and the store, and is the evidence of that replicate's seed, assignment
@@ -23,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xaytune.app._audit_comparison import comparison_problems
 from xaytune.app._manifest_view import ManifestView, ReplicateView, inside, read_manifest
 from xaytune.app.experiment import REPLICATE_FILE
 from xaytune.app.manifest import MANIFEST, report_files
@@ -70,6 +72,9 @@ def audit_tree(root: Path) -> tuple[list[str], dict[str, int]]:
             continue
         source = _source(manifest, path, audit)
         _check_reports(manifest, path.parent, audit)
+        if source is not None:
+            for file, message in comparison_problems(path.parent, manifest.config, source):
+                audit.problem(file, message)
         for replicate in manifest.replicates:
             store_root = _check_replicate(manifest, replicate, path, source, audit)
             if store_root is not None:

@@ -25,8 +25,16 @@ from xaytune.core.harness_comparison import (
 )
 from xaytune.harness.store import atomic_write
 
-__all__ = ["RELEASED_REPORT", "RESTRICTED_REPORT", "gather_candidates", "write_comparison"]
+__all__ = [
+    "COMPARISON_DIR",
+    "RELEASED_REPORT",
+    "RESTRICTED_REPORT",
+    "comparison_report",
+    "gather_candidates",
+    "write_comparison",
+]
 
+COMPARISON_DIR = "comparison"
 RELEASED_REPORT = "report.json"
 RESTRICTED_REPORT = "report.restricted.json"
 
@@ -63,6 +71,19 @@ def write_comparison(
     root: Path, cfg: ExperimentConfig, source: SuiteSource
 ) -> tuple[ComparisonReport, Path]:
     """Compare candidates a and b found under ``root``; write comparison/ there."""
+    report = comparison_report(root, cfg, source)
+    released = report.released()
+    directory = root / COMPARISON_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    atomic_write(directory / RESTRICTED_REPORT, canonical_bytes(report) + b"\n")
+    atomic_write(directory / RELEASED_REPORT, canonical_bytes(released) + b"\n")
+    write_reports(directory, released)
+    return report, directory
+
+
+def comparison_report(root: Path, cfg: ExperimentConfig, source: SuiteSource) -> ComparisonReport:
+    """The comparison of candidates a and b found under ``root`` (what
+    :func:`write_comparison` writes; what the auditor recomputes)."""
     candidates = gather_candidates(root)
     missing = [label for label in ("a", "b") if label not in candidates]
     if missing:
@@ -77,11 +98,4 @@ def write_comparison(
         k=cfg.comparison.k,
         disclosure=cfg.disclosure,
     )
-    report = compare(candidates["a"], candidates["b"], spec, source.suite)
-    released = report.released()
-    directory = root / "comparison"
-    directory.mkdir(parents=True, exist_ok=True)
-    atomic_write(directory / RESTRICTED_REPORT, canonical_bytes(report) + b"\n")
-    atomic_write(directory / RELEASED_REPORT, canonical_bytes(released) + b"\n")
-    write_reports(directory, released)
-    return report, directory
+    return compare(candidates["a"], candidates["b"], spec, source.suite)

@@ -13,7 +13,17 @@ from pathlib import Path
 from xaytune.core.harness_comparison import ComparisonReport, MetricComparison
 from xaytune.harness.store import atomic_write
 
-__all__ = ["VERDICT_WORDS", "render_markdown", "terminal_table", "write_reports"]
+__all__ = [
+    "PLOT_NAMES",
+    "VERDICT_WORDS",
+    "render_markdown",
+    "rendered_reports",
+    "terminal_table",
+    "write_reports",
+]
+
+# The plots of a comparison, in the order they are drawn (and listed in report.md).
+PLOT_NAMES = ("paired_differences.png", "success_vs_tokens.png")
 
 VERDICT_WORDS = {
     "favors-a": "A is better on this objective by more than max(min_effect, k·se).",
@@ -124,7 +134,7 @@ def _plot_png(report: ComparisonReport) -> dict[str, bytes]:
             axis.set_ylabel("paired difference (+ favours A)")
             axis.legend(fontsize=7)
         fig.tight_layout()
-        plots["paired_differences.png"] = _png(fig, plt)
+        plots[PLOT_NAMES[0]] = _png(fig, plt)
     success = report.metrics.get("task_success")
     tokens = report.metrics.get("total_tokens")
     if success is not None and tokens is not None:
@@ -143,7 +153,7 @@ def _plot_png(report: ComparisonReport) -> dict[str, bytes]:
         axis.set_title("success vs cost", fontsize=9)
         axis.legend(fontsize=7)
         fig.tight_layout()
-        plots["success_vs_tokens.png"] = _png(fig, plt)
+        plots[PLOT_NAMES[1]] = _png(fig, plt)
     return plots
 
 
@@ -249,6 +259,15 @@ def write_reports(directory: Path, released: ComparisonReport) -> None:
     images = _plot_png(released)
     for name, data in images.items():
         atomic_write(directory / name, data)
+    for name, data in rendered_reports(released, images).items():
+        atomic_write(directory / name, data)
+
+
+def rendered_reports(released: ComparisonReport, images: dict[str, bytes]) -> dict[str, bytes]:
+    """report.md and report.html of a released report with these plots (in the order
+    the plots are drawn: PLOT_NAMES), as written."""
     markdown_text = render_markdown(released, {name: name for name in images})
-    atomic_write(directory / "report.md", markdown_text.encode())
-    atomic_write(directory / "report.html", _render_html(markdown_text, images).encode())
+    return {
+        "report.md": markdown_text.encode(),
+        "report.html": _render_html(markdown_text, images).encode(),
+    }
