@@ -262,3 +262,94 @@ def test_a_replicate_record_edited_with_its_digest_is_refused(quickstart_copy, v
     )
     lines = _refused(verify, quickstart_copy, "report-mismatch", "comparison")
     assert all("report-mismatch" in line for line in lines), lines
+
+
+def _redigest(tree):
+    """Rewrite the manifest's report digests to match the files (what someone with
+    write access can do after editing reports)."""
+    from xaytune.app.manifest import report_files
+
+    digests = {
+        str(path.relative_to(tree)): "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in report_files(tree)
+    }
+    _edit_manifest(tree, lambda m: m.update(reports=digests))
+
+
+def _recompare(tree):
+    """Rewrite the comparison from the replicate records as the app does."""
+    from xaytune.app.config import validate_config
+    from xaytune.app.experiment import load_source
+    from xaytune.app.gather import write_comparison
+
+    cfg = validate_config(json.loads((tree / "manifest.json").read_bytes())["config"])
+    write_comparison(tree, cfg, load_source(cfg))
+
+
+def test_candidate_labels_swapped_are_refused_even_recompared(quickstart_copy, verify):
+    # a and b swapped in candidate.json: the comparison's verdicts would invert.
+    for name, label in (("calculator", "b"), ("mental", "a")):
+        path = quickstart_copy / "candidates" / name / "candidate.json"
+        path.write_text(json.dumps({**json.loads(path.read_bytes()), "label": label}))
+    _recompare(quickstart_copy)
+    _redigest(quickstart_copy)
+    _refused(verify, quickstart_copy, "candidate-mismatch", "calculator/candidate.json")
+
+
+def test_a_replicate_without_evidence_is_refused_even_recompared(quickstart_copy, verify):
+    # A made-up seed-104 record, no store: it would enter the comparison.
+    for name in ("calculator", "mental"):
+        seed_dir = quickstart_copy / "candidates" / name / "seed-104"
+        seed_dir.mkdir()
+        record = json.loads(
+            (seed_dir.parent / "seed-103" / "replicate.restricted.json").read_bytes()
+        )
+        record["seed"] = 104
+        for evaluation in record["evaluations"]:
+            evaluation["seed"] = 104
+        (seed_dir / "replicate.restricted.json").write_text(json.dumps(record))
+    _recompare(quickstart_copy)
+    _redigest(quickstart_copy)
+    _refused(verify, quickstart_copy, "unlisted-replicate", "seed-104")
+
+
+@pytest.mark.parametrize(
+    ("edit", "word"),
+    [
+        (lambda m: m["reports"].update({"x" * 300: "sha256:" + "0" * 64}), "report-missing"),
+        (lambda m: m["replicates"][0].update(path="y" * 300), "store-missing"),
+    ],
+    ids=["report", "replicate"],
+)
+def test_a_name_too_long_is_a_problem_not_a_crash(quickstart_copy, verify, edit, word):
+    _edit_manifest(quickstart_copy, edit)
+    _refused(verify, quickstart_copy, word)
+
+
+def test_a_relative_tree_path_names_files_in_full(quickstart_copy, verify, monkeypatch):
+    report = quickstart_copy / "comparison" / "report.md"
+    report.write_text(report.read_text() + "\n")
+    monkeypatch.chdir(quickstart_copy)
+    result = verify(type(quickstart_copy)("."), in_process=True)
+    assert result.returncode == 1
+    assert f"{report}: digest-mismatch" in result.stdout, result.describe()
+
+
+@pytest.mark.parametrize(
+    ("edit", "word"),
+    [
+        (lambda r: r["evaluations"][0].update(subject_digest=[]), "evaluation-mismatch"),
+        (
+            lambda r: r["task_observations"]["task_success"][0].update(value=1e308),
+            "report-mismatch",
+        ),
+    ],
+    ids=["a list subject", "an overflowing value"],
+)
+def test_a_malformed_replicate_record_is_a_problem_not_a_crash(quickstart_copy, verify, edit, word):
+    path = quickstart_copy / "candidates/mental/seed-101/replicate.restricted.json"
+    record = json.loads(path.read_bytes())
+    edit(record)
+    path.write_text(json.dumps(record))
+    _redigest(quickstart_copy)
+    _refused(verify, quickstart_copy, word)

@@ -48,7 +48,15 @@ def comparison_problems(
             RELEASED_REPORT: canonical_bytes(released) + b"\n",
             **rendered_reports(released, images),
         }
-    except (XaytuneError, OSError, ValueError, KeyError, TypeError, RecursionError) as error:
+    except (
+        XaytuneError,
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        RecursionError,
+        ArithmeticError,
+    ) as error:
         return [
             (
                 directory,

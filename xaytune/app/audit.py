@@ -26,11 +26,12 @@ from pathlib import Path
 
 from xaytune.app._audit_comparison import comparison_problems
 from xaytune.app._manifest_view import ManifestView, ReplicateView, inside, read_manifest
-from xaytune.app.experiment import REPLICATE_FILE
+from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
 from xaytune.app.manifest import MANIFEST, report_files
 from xaytune.core.canonical import sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
+from xaytune.harness import Harness
 from xaytune.harness.evidence import HarnessRunEvidence, verify_run_evidence
 from xaytune.harness.publish import PublishedSubject, load_published
 from xaytune.harness.store import STORE_MARKER, HarnessEvidenceStore
@@ -50,6 +51,7 @@ class _Audit:
     sources: dict[str, SuiteSource] = field(default_factory=dict)
     # Each store's published evidence, once verified (None: it did not verify).
     stores: dict[Path, dict[str, HarnessRunEvidence] | None] = field(default_factory=dict)
+    candidates: set[Path] = field(default_factory=set)
 
     def problem(self, path: Path, message: str) -> None:
         """One line naming ``path`` (once: an error's message may name it already)."""
@@ -59,6 +61,7 @@ class _Audit:
 def audit_tree(root: Path) -> tuple[list[str], dict[str, int]]:
     """Problems (one line each) and counts of what verified."""
     audit = _Audit()
+    root = root.absolute()  # every problem names its file in full
     manifests = sorted(root.rglob(MANIFEST))
     if not manifests:
         return [f"{root}: no {MANIFEST}; not an xaytune output tree"], audit.counts
@@ -75,10 +78,17 @@ def audit_tree(root: Path) -> tuple[list[str], dict[str, int]]:
         if source is not None:
             for file, message in comparison_problems(path.parent, manifest.config, source):
                 audit.problem(file, message)
+        mine: set[Path] = set()
         for replicate in manifest.replicates:
             store_root = _check_replicate(manifest, replicate, path, source, audit)
             if store_root is not None:
                 listed.add(store_root)
+                mine.add(store_root.parent)
+        # The comparison reads every replicate record under the run: each must be a
+        # listed replicate's.
+        for record in sorted(path.parent.rglob(REPLICATE_FILE)):
+            if record.parent not in mine:
+                audit.problem(record, "unlisted-replicate: a replicate the manifest does not list")
     for marker in sorted(root.rglob(STORE_MARKER)):
         if marker.parent not in listed:
             audit.problem(marker.parent, "unlisted-store: an evidence store no manifest lists")
@@ -127,9 +137,13 @@ def _check_reports(manifest: ManifestView, base: Path, audit: _Audit) -> None:
         report = inside(base, name)
         if report is None:
             audit.problem(manifest_path, f"bad-manifest: report {name!r} is not inside {base}")
-        elif not report.is_file():
-            audit.problem(report, f"report-missing: listed in {MANIFEST} but not a file here")
-        elif sha256_digest(report.read_bytes()) != digest:
+            continue
+        try:
+            data = report.read_bytes()
+        except OSError as error:
+            audit.problem(report, f"report-missing: listed in {MANIFEST} ({error.strerror})")
+            continue
+        if sha256_digest(data) != digest:
             audit.problem(report, "digest-mismatch: not the file the manifest recorded")
         else:
             audit.counts["reports"] += 1
@@ -153,7 +167,8 @@ def _check_replicate(
         )
         return None
     store_root = directory / "evidence"
-    if not (store_root / STORE_MARKER).is_file():
+    _check_candidate(manifest, directory.parent, audit)
+    if not _is_file(store_root / STORE_MARKER):
         audit.problem(store_root, "store-missing: the manifest lists this replicate's evidence")
         return store_root
     if source is None:
@@ -185,6 +200,43 @@ def _check_replicate(
     return store_root
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long, say: not a file the writer made
+        return False
+
+
+def _check_candidate(manifest: ManifestView, directory: Path, audit: _Audit) -> None:
+    """``candidate.json`` is the manifest's candidate of that name: its label, its
+    harness fingerprint, and a harness declaration with that fingerprint (the
+    comparison reads labels and declarations from it). Checked once per directory."""
+    if directory in audit.candidates:
+        return
+    audit.candidates.add(directory)
+    path = directory / CANDIDATE_FILE
+    try:
+        candidate = json.loads(path.read_bytes())
+        label, name = candidate["label"], candidate["name"]
+        fingerprint = candidate["harness_fingerprint"]
+        declared = Harness.model_validate(candidate["harness"]).fingerprint
+        listed = manifest.candidates[label]
+    except (OSError, ValueError, RecursionError, KeyError, TypeError, XaytuneError):
+        audit.problem(path, "candidate-mismatch: not a candidate record of the manifest")
+        return
+    if (
+        name != directory.name
+        or listed.name != name
+        or listed.harness_fingerprint != fingerprint
+        or declared != fingerprint
+    ):
+        audit.problem(
+            path,
+            f"candidate-mismatch: not candidate {label} of the manifest "
+            "(its name, harness fingerprint or harness declaration)",
+        )
+
+
 def _check_evaluations(
     path: Path,
     replicate: ReplicateView,
@@ -202,7 +254,8 @@ def _check_evaluations(
         return
     for subject, seed, assignment in subjects:
         if (
-            subject not in published
+            type(subject) is not str
+            or subject not in published
             or seed != replicate.seed
             or assignment != replicate.assignment_digest
         ):
