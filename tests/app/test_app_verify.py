@@ -261,7 +261,8 @@ def test_a_replicate_record_edited_with_its_digest_is_refused(quickstart_copy, v
         quickstart_copy, path, lambda d: d.replace(b'"value":1}', b'"value":0}', 1)
     )
     lines = _refused(verify, quickstart_copy, "report-mismatch", "comparison")
-    assert all("report-mismatch" in line for line in lines), lines
+    # And the record itself is not what the evidence gives (its evaluation recomputed).
+    assert any("evaluation-mismatch" in line and str(path) in line for line in lines), lines
 
 
 def _redigest(tree):
@@ -353,3 +354,29 @@ def test_a_malformed_replicate_record_is_a_problem_not_a_crash(quickstart_copy, 
     path.write_text(json.dumps(record))
     _redigest(quickstart_copy)
     _refused(verify, quickstart_copy, word)
+
+
+def test_an_observation_edited_everywhere_but_the_evidence_is_refused(quickstart_copy, verify):
+    # One task's success flipped in the record, the comparison recomputed from it and
+    # the manifest made to agree: the outcome evaluation, recomputed from the
+    # evidence, says otherwise.
+    path = quickstart_copy / "candidates/mental/seed-102/replicate.restricted.json"
+    record = json.loads(path.read_bytes())
+    observation = record["task_observations"]["task_success"][0]
+    observation["value"] = 1 - observation["value"]
+    path.write_text(json.dumps(record))
+    _recompare(quickstart_copy)
+    _redigest(quickstart_copy)
+    lines = _refused(verify, quickstart_copy, "evaluation-mismatch", "observations of", str(path))
+    assert all("evaluation-mismatch" in line for line in lines), lines
+
+
+@pytest.mark.parametrize("change", ["edited", "deleted"])
+def test_an_evaluation_report_edited_with_its_digest_is_refused(quickstart_copy, verify, change):
+    path = quickstart_copy / "candidates/calculator/seed-101/evaluation/outcome/evaluation.json"
+    if change == "edited":
+        path.write_bytes(path.read_bytes().replace(b'"attested_tasks":20', b'"attested_tasks":19'))
+    else:
+        path.unlink()
+    _redigest(quickstart_copy)
+    _refused(verify, quickstart_copy, "evaluation-mismatch", str(path))

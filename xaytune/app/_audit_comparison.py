@@ -11,9 +11,8 @@ disk, whose pixels are not recomputed).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from xaytune.app.config import validate_config
+from xaytune.app.config import ExperimentConfig
 from xaytune.app.gather import COMPARISON_DIR, RELEASED_REPORT, RESTRICTED_REPORT, comparison_report
 from xaytune.app.reports import PLOT_NAMES, rendered_reports
 from xaytune.core.canonical import canonical_bytes
@@ -24,17 +23,13 @@ __all__ = ["comparison_problems"]
 
 
 def comparison_problems(
-    base: Path, config: dict[str, Any], source: SuiteSource
+    base: Path, cfg: ExperimentConfig, source: SuiteSource
 ) -> list[tuple[Path, str]]:
     """(file, problem) for each comparison file under ``base`` that is not what its
     replicates give; none when ``base`` has no comparison (a sweep's job)."""
     directory = base / COMPARISON_DIR
     if not directory.is_dir():
         return []
-    try:
-        cfg = validate_config(config)
-    except XaytuneError as error:
-        return [(base / "manifest.json", f"bad-manifest: config: {error}")]
     try:
         report = comparison_report(base, cfg, source)
         released = report.released()

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xaytune.app._audit_comparison import comparison_problems
+from xaytune.app._audit_evaluations import evaluation_problems
 from xaytune.app._manifest_view import ManifestView, ReplicateView, inside, read_manifest
+from xaytune.app.config import ExperimentConfig, validate_config
 from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
 from xaytune.app.manifest import MANIFEST, report_files
 from xaytune.core.canonical import sha256_digest
@@ -75,12 +77,13 @@ def audit_tree(root: Path) -> tuple[list[str], dict[str, int]]:
             continue
         source = _source(manifest, path, audit)
         _check_reports(manifest, path.parent, audit)
-        if source is not None:
-            for file, message in comparison_problems(path.parent, manifest.config, source):
+        cfg = _config(manifest, path, audit)
+        if source is not None and cfg is not None:
+            for file, message in comparison_problems(path.parent, cfg, source):
                 audit.problem(file, message)
         mine: set[Path] = set()
         for replicate in manifest.replicates:
-            store_root = _check_replicate(manifest, replicate, path, source, audit)
+            store_root = _check_replicate(manifest, replicate, path, source, cfg, audit)
             if store_root is not None:
                 listed.add(store_root)
                 mine.add(store_root.parent)
@@ -152,11 +155,20 @@ def _check_reports(manifest: ManifestView, base: Path, audit: _Audit) -> None:
             audit.problem(report, f"report-unlisted: a report {manifest_path} does not list")
 
 
+def _config(manifest: ManifestView, path: Path, audit: _Audit) -> ExperimentConfig | None:
+    try:
+        return validate_config(manifest.config)
+    except XaytuneError as error:
+        audit.problem(path, f"bad-manifest: config: {error}")
+        return None
+
+
 def _check_replicate(
     manifest: ManifestView,
     replicate: ReplicateView,
     manifest_path: Path,
     source: SuiteSource | None,
+    cfg: ExperimentConfig | None,
     audit: _Audit,
 ) -> Path | None:
     """Check one listed replicate's store; its root, when the path is inside the tree."""
@@ -184,7 +196,19 @@ def _check_replicate(
             f"{manifest_path} records {sorted(recorded)}",
         )
         return store_root
-    _check_evaluations(directory / REPLICATE_FILE, replicate, published, audit)
+    if not _check_evaluations(directory / REPLICATE_FILE, replicate, published, audit):
+        return store_root
+    if cfg is not None:
+        for digest in published:
+            subject = PublishedSubject(
+                digest=digest,
+                path=str(
+                    store_root / "published" / f"{digest.removeprefix('sha256:')}.intoto.json"
+                ),
+                store_root=str(store_root),
+            )
+            for file, message in evaluation_problems(cfg, source, directory, subject):
+                audit.problem(file, message)
     harness = manifest.harness_of(directory.parent.name)
     for digest, evidence in published.items():
         if (
@@ -242,16 +266,16 @@ def _check_evaluations(
     replicate: ReplicateView,
     published: dict[str, HarnessRunEvidence],
     audit: _Audit,
-) -> None:
-    """The replicate's evaluations are of its published evidence (the file's own bytes
-    are checked against the manifest's digest with the reports)."""
+) -> bool:
+    """Whether the replicate's evaluations are of its published evidence (the file's
+    own bytes are checked against the manifest's digest with the reports)."""
     try:
         record = json.loads(path.read_bytes())
         evaluations = record["evaluations"]
         subjects = [(e["subject_digest"], e["seed"], e["assignment_digest"]) for e in evaluations]
     except (OSError, ValueError, RecursionError, KeyError, TypeError):
         audit.problem(path, "evaluation-mismatch: not a replicate record")
-        return
+        return False
     for subject, seed, assignment in subjects:
         if (
             type(subject) is not str
@@ -264,7 +288,8 @@ def _check_evaluations(
                 f"evaluation-mismatch: an evaluation of {subject}, not of this replicate's "
                 "published evidence",
             )
-            return
+            return False
+    return True
 
 
 def _verified_store(

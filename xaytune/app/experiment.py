@@ -24,11 +24,14 @@ from xaytune.app.config import (
 )
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SeededSample, SuiteSource, record_assignment
+from xaytune.core.domain.measurement import TaskObservation
 from xaytune.core.errors import ConfigError
 from xaytune.core.harness_comparison import ReplicateRuns
 from xaytune.evaluation.harness import (
     EvaluationSpec,
     EvaluatorSpec,
+    HarnessEvaluation,
+    HarnessEvaluator,
     HarnessJudgeEvaluator,
     HarnessOutcomeEvaluator,
     ReferenceEgressGrant,
@@ -54,7 +57,10 @@ __all__ = [
     "REPLICATE_FILE",
     "Progress",
     "build_model",
+    "configured_evaluation",
+    "evaluation_dir",
     "load_source",
+    "observed_tasks",
     "replicate_dir",
     "run_replicate",
     "timing_environment",
@@ -205,12 +211,7 @@ def run_replicate(
         _evaluate(cfg, label, subject, source=source, directory=directory, seed=seed)
         for label in sorted(cfg.evaluators)
     ]
-    observations = {}
-    for evaluation in evaluations:
-        assert evaluation.result is not None
-        for key in _observed_keys(cfg):
-            if evaluation.result.metric(key) is not None:
-                observations[key] = evaluation.task_observations[key]
+    observations = observed_tasks(cfg, evaluations)
     replicate = ReplicateRuns(
         seed=seed,
         suite_digest=suite.digest,
@@ -237,22 +238,48 @@ def run_replicate(
     )
 
 
-def _evaluate(cfg: ExperimentConfig, label: str, subject, *, source, directory: Path, seed: int):
-    """Bind and run one configured evaluator on a published subject."""
+def configured_evaluation(
+    cfg: ExperimentConfig, source: SuiteSource, label: str
+) -> tuple[HarnessEvaluator, EvaluationSpec]:
+    """The evaluator configured under ``label`` and its evaluation spec (with the
+    grant the host issues for it)."""
     evaluator, grant = _evaluator(cfg, source, label)
     config = cfg.evaluators[label]
-    spec = bind_evaluation(
-        evaluator,
-        EvaluationSpec(
-            evaluator=EvaluatorSpec(name=config.name, config=config.config), grant=grant
-        ),
+    spec = EvaluationSpec(
+        evaluator=EvaluatorSpec(name=config.name, config=config.config), grant=grant
     )
+    return evaluator, spec
+
+
+def evaluation_dir(directory: Path, label: str) -> Path:
+    """Where a replicate's evaluation by the evaluator ``label`` writes its reports."""
+    return directory / "evaluation" / label
+
+
+def observed_tasks(
+    cfg: ExperimentConfig, evaluations: list[HarnessEvaluation]
+) -> dict[str, tuple[TaskObservation, ...]]:
+    """The per-task observations a replicate record keeps (what the comparison's
+    task-level view reads), from its evaluations."""
+    observations = {}
+    for evaluation in evaluations:
+        assert evaluation.result is not None
+        for key in _observed_keys(cfg):
+            if evaluation.result.metric(key) is not None:
+                observations[key] = evaluation.task_observations[key]
+    return observations
+
+
+def _evaluate(cfg: ExperimentConfig, label: str, subject, *, source, directory: Path, seed: int):
+    """Bind and run one configured evaluator on a published subject."""
+    evaluator, unbound = configured_evaluation(cfg, source, label)
+    spec = bind_evaluation(evaluator, unbound)
     evaluation = run_harness_evaluation(
         evaluator,
         spec,
         subject,
         source=source,
-        output_uri=str(directory / "evaluation" / label),
+        output_uri=str(evaluation_dir(directory, label)),
         seed=seed,
     )
     if evaluation.result is None:

@@ -246,6 +246,18 @@ def output_dir(output_uri: str) -> Path:
     return Path(path)
 
 
+def evaluation_files(
+    directory: Path,
+    released: HarnessEvaluationReport,
+    restricted: RestrictedEvaluationReport,
+) -> tuple[tuple[Path, bytes], tuple[Path, bytes]]:
+    """The restricted and the released report files under ``directory``: path, bytes."""
+    return (
+        (directory / RESTRICTED_FILE, report_bytes(restricted)),
+        (directory / RELEASED_FILE, report_bytes(released)),
+    )
+
+
 def write_reports(
     directory: Path,
     released: HarnessEvaluationReport,
@@ -256,10 +268,7 @@ def write_reports(
     The restricted file is written first, so a released file never exists without
     its restricted counterpart.
     """
-    files = (
-        (directory / RESTRICTED_FILE, report_bytes(restricted)),
-        (directory / RELEASED_FILE, report_bytes(released)),
-    )
+    files = evaluation_files(directory, released, restricted)
     for path, raw in files:
         if path.exists() and path.read_bytes() != raw:
             raise EvaluationError(

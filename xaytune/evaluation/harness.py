@@ -46,6 +46,7 @@ from xaytune.evaluation._reports import (
     ProviderFeedback,
     RestrictedEvaluationReport,
     TaskColumn,
+    evaluation_files,
     output_dir,
     write_reports,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "outcome_config",
     "provider_feedback",
     "publish_evidence",
+    "recompute_harness_evaluation",
     "run_harness_evaluation",
 ]
 
@@ -170,6 +172,43 @@ def run_harness_evaluation(
             f"{evaluator.source.digest}",
         )
     directory = output_dir(output_uri)
+    result, report, restricted = _measure(evaluator, bound, subject, source=source, seed=seed)
+    report_path, restricted_path = write_reports(directory, report, restricted)
+    return HarnessEvaluation(result, report, restricted, report_path, restricted_path)
+
+
+def recompute_harness_evaluation(
+    evaluator: HarnessEvaluator,
+    spec: EvaluationSpec,
+    subject: PublishedSubject,
+    *,
+    source: SuiteSource,
+    directory: Path,
+    seed: int,
+) -> tuple[HarnessEvaluation, dict[Path, bytes]]:
+    """What :func:`run_harness_evaluation` would give and write under ``directory``,
+    without writing it: the evaluation, and each report file's path and bytes (what
+    an auditor compares with the files on disk)."""
+    bound = bind_evaluation(evaluator, spec)
+    if source.digest != evaluator.source.digest:
+        raise EvaluationError("suite-mismatch", f"source {source.digest} is not the evaluator's")
+    result, report, restricted = _measure(evaluator, bound, subject, source=source, seed=seed)
+    (restricted_path, restricted_raw), (report_path, report_raw) = evaluation_files(
+        directory, report, restricted
+    )
+    evaluation = HarnessEvaluation(result, report, restricted, report_path, restricted_path)
+    return evaluation, {restricted_path: restricted_raw, report_path: report_raw}
+
+
+def _measure(
+    evaluator: HarnessEvaluator,
+    bound: BoundEvaluation,
+    subject: PublishedSubject,
+    *,
+    source: SuiteSource,
+    seed: int,
+) -> tuple[EvaluationResult | None, HarnessEvaluationReport, RestrictedEvaluationReport]:
+    """Load and re-verify the subject, then measure it: the result and both reports."""
     config = evaluator.check_execution(bound)
     evidence = _load_subject(subject, source, seed)
     measurement = evaluator.measure(bound, evidence, seed=seed)
@@ -218,7 +257,6 @@ def run_harness_evaluation(
         task_columns=released_columns,
         withheld=withheld,
     )
-    report_path, restricted_path = write_reports(directory, report, restricted)
     result = None
     if measurement.attested:
         result = EvaluationResult(
@@ -232,4 +270,4 @@ def run_harness_evaluation(
             seed=run_seed,
             metrics=measurement.results,
         )
-    return HarnessEvaluation(result, report, restricted, report_path, restricted_path)
+    return result, report, restricted

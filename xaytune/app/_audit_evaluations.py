@@ -1,0 +1,93 @@
+"""A replicate's evaluations recomputed from its verified evidence, by the auditor.
+
+The outcome evaluator is deterministic and offline: run again on the published
+subject it gives the same result, the same report files and the same per-task
+observations the replicate record keeps. A judge may call a model, so its
+evaluation is not recomputed (its subject is checked by the caller).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from xaytune.app.config import ExperimentConfig
+from xaytune.app.experiment import (
+    REPLICATE_FILE,
+    configured_evaluation,
+    evaluation_dir,
+    observed_tasks,
+)
+from xaytune.core.canonical import canonical_bytes
+from xaytune.core.domain.benchmark import SuiteSource
+from xaytune.core.errors import XaytuneError
+from xaytune.evaluation.harness import recompute_harness_evaluation
+from xaytune.harness.publish import PublishedSubject
+
+__all__ = ["evaluation_problems"]
+
+# Evaluators whose evaluation is a function of the evidence and the suite alone.
+_RECOMPUTED = frozenset({"harness-outcome"})
+
+
+def evaluation_problems(
+    cfg: ExperimentConfig, source: SuiteSource, directory: Path, subject: PublishedSubject
+) -> list[tuple[Path, str]]:
+    """(file, problem) for each recomputed evaluation of the replicate in ``directory``
+    that is not what its files and its record say."""
+    record_path = directory / REPLICATE_FILE
+    problems: list[tuple[Path, str]] = []
+    try:
+        record = json.loads(record_path.read_bytes())
+        stored = {e["evaluator_fingerprint"]: e for e in record["evaluations"]}
+        seed = record["seed"]
+        recomputed = []
+        for label in sorted(cfg.evaluators):
+            if cfg.evaluators[label].name not in _RECOMPUTED:
+                continue
+            evaluator, spec = configured_evaluation(cfg, source, label)
+            evaluation, files = recompute_harness_evaluation(
+                evaluator,
+                spec,
+                subject,
+                source=source,
+                directory=evaluation_dir(directory, label),
+                seed=seed,
+            )
+            recomputed.append(evaluation)
+            for path, data in files.items():
+                if _read(path) != data:
+                    problems.append((path, "evaluation-mismatch: not what the evidence gives"))
+            result = evaluation.result
+            if result is None or stored.get(result.evaluator_fingerprint) != _json(result):
+                problems.append(
+                    (record_path, f"evaluation-mismatch: evaluation {label} is not the evidence's")
+                )
+        for key, observations in observed_tasks(cfg, recomputed).items():
+            if record["task_observations"].get(key) != _json(observations):
+                problems.append(
+                    (
+                        record_path,
+                        f"evaluation-mismatch: observations of {key} are not the evidence's",
+                    )
+                )
+    except (XaytuneError, OSError, ValueError, KeyError, TypeError, RecursionError) as error:
+        problems.append(
+            (
+                record_path,
+                "evaluation-mismatch: the evaluations cannot be recomputed "
+                f"({type(error).__name__}: {str(error)[:200]})",
+            )
+        )
+    return problems
+
+
+def _json(value: object) -> object:
+    return json.loads(canonical_bytes(value))
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
