@@ -13,13 +13,32 @@ from __future__ import annotations
 from pathlib import Path
 
 from xaytune.app.config import ExperimentConfig
-from xaytune.app.gather import COMPARISON_DIR, RELEASED_REPORT, RESTRICTED_REPORT, comparison_report
+from xaytune.app.gather import COMPARISON_DIR, comparison_files, comparison_report
 from xaytune.app.reports import PLOT_NAMES, rendered_reports
-from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
 
-__all__ = ["comparison_problems"]
+__all__ = ["RECOMPUTE_ERRORS", "cannot_recompute", "comparison_problems"]
+
+# What records of a tree that are not what the app wrote raise when recomputed from.
+RECOMPUTE_ERRORS = (
+    XaytuneError,
+    OSError,
+    ValueError,
+    KeyError,
+    TypeError,
+    AttributeError,
+    RecursionError,
+    ArithmeticError,
+)
+
+
+def cannot_recompute(reason: str, what: str, error: BaseException) -> str:
+    """The problem line of a recomputation the tree's records do not allow."""
+    return (
+        f"{reason}: {what} cannot be recomputed from the tree's records "
+        f"({type(error).__name__}: {str(error)[:200]})"
+    )
 
 
 def comparison_problems(
@@ -38,27 +57,9 @@ def comparison_problems(
             for name in PLOT_NAMES
             if (directory / name).is_file()
         }
-        expected = {
-            RESTRICTED_REPORT: canonical_bytes(report) + b"\n",
-            RELEASED_REPORT: canonical_bytes(released) + b"\n",
-            **rendered_reports(released, images),
-        }
-    except (
-        XaytuneError,
-        OSError,
-        ValueError,
-        KeyError,
-        TypeError,
-        RecursionError,
-        ArithmeticError,
-    ) as error:
-        return [
-            (
-                directory,
-                "report-mismatch: the comparison cannot be recomputed from the replicates "
-                f"({type(error).__name__}: {str(error)[:200]})",
-            )
-        ]
+        expected = {**comparison_files(report), **rendered_reports(released, images)}
+    except RECOMPUTE_ERRORS as error:
+        return [(directory, cannot_recompute("report-mismatch", "the comparison", error))]
     problems = []
     for name, data in expected.items():
         path = directory / name

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+from xaytune.app._audit_comparison import RECOMPUTE_ERRORS, cannot_recompute
 from xaytune.app.config import ExperimentConfig
 from xaytune.app.experiment import (
     REPLICATE_FILE,
@@ -20,7 +22,6 @@ from xaytune.app.experiment import (
 )
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SuiteSource
-from xaytune.core.errors import XaytuneError
 from xaytune.evaluation.harness import recompute_harness_evaluation
 from xaytune.harness.publish import PublishedSubject
 
@@ -31,16 +32,20 @@ _RECOMPUTED = frozenset({"harness-outcome"})
 
 
 def evaluation_problems(
-    cfg: ExperimentConfig, source: SuiteSource, directory: Path, subject: PublishedSubject
+    cfg: ExperimentConfig,
+    source: SuiteSource,
+    directory: Path,
+    record: dict[str, Any],
+    subject: PublishedSubject,
+    seed: int,
 ) -> list[tuple[Path, str]]:
     """(file, problem) for each recomputed evaluation of the replicate in ``directory``
-    that is not what its files and its record say."""
+    (of ``seed``, its record parsed as ``record``) that is not what its files and its
+    record say."""
     record_path = directory / REPLICATE_FILE
     problems: list[tuple[Path, str]] = []
     try:
-        record = json.loads(record_path.read_bytes())
         stored = {e["evaluator_fingerprint"]: e for e in record["evaluations"]}
-        seed = record["seed"]
         recomputed = []
         for label in sorted(cfg.evaluators):
             if cfg.evaluators[label].name not in _RECOMPUTED:
@@ -71,13 +76,9 @@ def evaluation_problems(
                         f"evaluation-mismatch: observations of {key} are not the evidence's",
                     )
                 )
-    except (XaytuneError, OSError, ValueError, KeyError, TypeError, RecursionError) as error:
+    except RECOMPUTE_ERRORS as error:
         problems.append(
-            (
-                record_path,
-                "evaluation-mismatch: the evaluations cannot be recomputed "
-                f"({type(error).__name__}: {str(error)[:200]})",
-            )
+            (record_path, cannot_recompute("evaluation-mismatch", "the evaluations", error))
         )
     return problems
 

@@ -23,6 +23,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from xaytune.app._audit_comparison import comparison_problems
 from xaytune.app._audit_evaluations import evaluation_problems
@@ -42,6 +43,13 @@ from xaytune.suites import builtin_suite_path
 __all__ = ["audit_tree"]
 
 
+class _Published(NamedTuple):
+    """A published subject of a store and its evidence, loaded and verified."""
+
+    subject: PublishedSubject
+    evidence: HarnessRunEvidence
+
+
 @dataclass
 class _Audit:
     """What an audit has found so far."""
@@ -52,7 +60,7 @@ class _Audit:
     )
     sources: dict[str, SuiteSource] = field(default_factory=dict)
     # Each store's published evidence, once verified (None: it did not verify).
-    stores: dict[Path, dict[str, HarnessRunEvidence] | None] = field(default_factory=dict)
+    stores: dict[Path, dict[str, _Published] | None] = field(default_factory=dict)
     candidates: set[Path] = field(default_factory=set)
 
     def problem(self, path: Path, message: str) -> None:
@@ -99,11 +107,17 @@ def audit_tree(root: Path) -> tuple[list[str], dict[str, int]]:
 
 
 def _check_no_links(root: Path, audit: _Audit) -> None:
-    for directory, dirs, files in os.walk(root):
-        for name in (*dirs, *files):
-            path = Path(directory) / name
-            if path.is_symlink():
-                audit.problem(path, "symlink: an output tree holds no links")
+    # One scandir per directory: its entries say whether they are links (no lstat).
+    links, pending = [], [str(root)]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    links.append(Path(entry.path))
+                elif entry.is_dir():
+                    pending.append(entry.path)
+    for path in sorted(links):
+        audit.problem(path, "symlink: an output tree holds no links")
 
 
 def _source(manifest: ManifestView, path: Path, audit: _Audit) -> SuiteSource | None:
@@ -196,21 +210,16 @@ def _check_replicate(
             f"{manifest_path} records {sorted(recorded)}",
         )
         return store_root
-    if not _check_evaluations(directory / REPLICATE_FILE, replicate, published, audit):
+    record = _check_evaluations(directory / REPLICATE_FILE, replicate, published, audit)
+    if record is None:
         return store_root
     if cfg is not None:
-        for digest in published:
-            subject = PublishedSubject(
-                digest=digest,
-                path=str(
-                    store_root / "published" / f"{digest.removeprefix('sha256:')}.intoto.json"
-                ),
-                store_root=str(store_root),
-            )
-            for file, message in evaluation_problems(cfg, source, directory, subject):
+        for subject, _ in published.values():
+            problems = evaluation_problems(cfg, source, directory, record, subject, replicate.seed)
+            for file, message in problems:
                 audit.problem(file, message)
     harness = manifest.harness_of(directory.parent.name)
-    for digest, evidence in published.items():
+    for digest, (_, evidence) in published.items():
         if (
             evidence.seed != replicate.seed
             or evidence.assignment_digest != replicate.assignment_digest
@@ -264,18 +273,18 @@ def _check_candidate(manifest: ManifestView, directory: Path, audit: _Audit) -> 
 def _check_evaluations(
     path: Path,
     replicate: ReplicateView,
-    published: dict[str, HarnessRunEvidence],
+    published: dict[str, _Published],
     audit: _Audit,
-) -> bool:
-    """Whether the replicate's evaluations are of its published evidence (the file's
-    own bytes are checked against the manifest's digest with the reports)."""
+) -> dict[str, Any] | None:
+    """The replicate record, if its evaluations are of its published evidence (the
+    file's own bytes are checked against the manifest's digest with the reports)."""
     try:
         record = json.loads(path.read_bytes())
         evaluations = record["evaluations"]
         subjects = [(e["subject_digest"], e["seed"], e["assignment_digest"]) for e in evaluations]
     except (OSError, ValueError, RecursionError, KeyError, TypeError):
         audit.problem(path, "evaluation-mismatch: not a replicate record")
-        return False
+        return None
     for subject, seed, assignment in subjects:
         if (
             type(subject) is not str
@@ -288,13 +297,13 @@ def _check_evaluations(
                 f"evaluation-mismatch: an evaluation of {subject}, not of this replicate's "
                 "published evidence",
             )
-            return False
-    return True
+            return None
+    return record
 
 
 def _verified_store(
     store_root: Path, source: SuiteSource, audit: _Audit
-) -> dict[str, HarnessRunEvidence] | None:
+) -> dict[str, _Published] | None:
     """Every published subject of a store, each loaded and verified (once per audit);
     None, with problems, if any does not."""
     if store_root in audit.stores:
@@ -306,7 +315,7 @@ def _verified_store(
     if not statements:
         audit.problem(store_root, "subject-missing: no published evidence subject")
         return None
-    published: dict[str, HarnessRunEvidence] = {}
+    published: dict[str, _Published] = {}
     for statement in statements:
         subject = PublishedSubject(
             digest="sha256:" + statement.name.split(".")[0],
@@ -322,7 +331,7 @@ def _verified_store(
         except OSError as error:
             audit.problem(statement, f"unreadable: {error.strerror}")
             continue
-        published[subject.digest] = evidence
+        published[subject.digest] = _Published(subject, evidence)
         audit.counts["subjects"] += 1
     if len(published) != len(statements):
         return None

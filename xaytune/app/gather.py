@@ -29,6 +29,7 @@ __all__ = [
     "COMPARISON_DIR",
     "RELEASED_REPORT",
     "RESTRICTED_REPORT",
+    "comparison_files",
     "comparison_report",
     "gather_candidates",
     "write_comparison",
@@ -72,13 +73,20 @@ def write_comparison(
 ) -> tuple[ComparisonReport, Path]:
     """Compare candidates a and b found under ``root``; write comparison/ there."""
     report = comparison_report(root, cfg, source)
-    released = report.released()
     directory = root / COMPARISON_DIR
     directory.mkdir(parents=True, exist_ok=True)
-    atomic_write(directory / RESTRICTED_REPORT, canonical_bytes(report) + b"\n")
-    atomic_write(directory / RELEASED_REPORT, canonical_bytes(released) + b"\n")
-    write_reports(directory, released)
+    for name, data in comparison_files(report).items():
+        atomic_write(directory / name, data)
+    write_reports(directory, report.released())
     return report, directory
+
+
+def comparison_files(report: ComparisonReport) -> dict[str, bytes]:
+    """The comparison's JSON reports, restricted and released, as written."""
+    return {
+        RESTRICTED_REPORT: canonical_bytes(report) + b"\n",
+        RELEASED_REPORT: canonical_bytes(report.released()) + b"\n",
+    }
 
 
 def comparison_report(root: Path, cfg: ExperimentConfig, source: SuiteSource) -> ComparisonReport:

@@ -162,15 +162,7 @@ def run_harness_evaluation(
     references and measure. ``seed`` must be the run's seed. An unbound
     :class:`EvaluationSpec` is bound first.
     """
-    bound = bind_evaluation(evaluator, spec) if isinstance(spec, EvaluationSpec) else spec
-    if not isinstance(bound, BoundEvaluation) or not evaluator.supports(bound):
-        raise _refuse_unsupported(evaluator, f"the bound evaluation {bound!r}")
-    if source.digest != evaluator.source.digest:
-        raise EvaluationError(
-            "suite-mismatch",
-            f"source {source.suite.name} {source.digest} is not the evaluator's "
-            f"{evaluator.source.digest}",
-        )
+    bound = _checked_bound(evaluator, spec, source)
     directory = output_dir(output_uri)
     result, report, restricted = _measure(evaluator, bound, subject, source=source, seed=seed)
     report_path, restricted_path = write_reports(directory, report, restricted)
@@ -179,7 +171,7 @@ def run_harness_evaluation(
 
 def recompute_harness_evaluation(
     evaluator: HarnessEvaluator,
-    spec: EvaluationSpec,
+    spec: BoundEvaluation | EvaluationSpec,
     subject: PublishedSubject,
     *,
     source: SuiteSource,
@@ -189,15 +181,29 @@ def recompute_harness_evaluation(
     """What :func:`run_harness_evaluation` would give and write under ``directory``,
     without writing it: the evaluation, and each report file's path and bytes (what
     an auditor compares with the files on disk)."""
-    bound = bind_evaluation(evaluator, spec)
-    if source.digest != evaluator.source.digest:
-        raise EvaluationError("suite-mismatch", f"source {source.digest} is not the evaluator's")
+    bound = _checked_bound(evaluator, spec, source)
     result, report, restricted = _measure(evaluator, bound, subject, source=source, seed=seed)
     (restricted_path, restricted_raw), (report_path, report_raw) = evaluation_files(
         directory, report, restricted
     )
     evaluation = HarnessEvaluation(result, report, restricted, report_path, restricted_path)
     return evaluation, {restricted_path: restricted_raw, report_path: report_raw}
+
+
+def _checked_bound(
+    evaluator: HarnessEvaluator, spec: BoundEvaluation | EvaluationSpec, source: SuiteSource
+) -> BoundEvaluation:
+    """``spec`` bound (if it is not yet), supported by ``evaluator``, on its suite."""
+    bound = bind_evaluation(evaluator, spec) if isinstance(spec, EvaluationSpec) else spec
+    if not isinstance(bound, BoundEvaluation) or not evaluator.supports(bound):
+        raise _refuse_unsupported(evaluator, f"the bound evaluation {bound!r}")
+    if source.digest != evaluator.source.digest:
+        raise EvaluationError(
+            "suite-mismatch",
+            f"source {source.suite.name} {source.digest} is not the evaluator's "
+            f"{evaluator.source.digest}",
+        )
+    return bound
 
 
 def _measure(

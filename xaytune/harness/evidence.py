@@ -10,11 +10,10 @@ fact from the suite, the source and the store, not from the evidence object.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-
-from pydantic import BaseModel
+from typing import Any
 
 from xaytune.core._exact import exactly_typed
 from xaytune.core.canonical import canonical_bytes
@@ -223,7 +222,8 @@ def check_evidence_object(evidence: HarnessRunEvidence) -> None:
     if type(evidence) is not HarnessRunEvidence or not exactly_typed(evidence):
         raise refuse(
             "digest-mismatch",
-            f"{_ill_typed_part(evidence)} holds a value validation would refuse "
+            f"{_first_part_failing(evidence, _exact_record, 'the evidence object')} holds a "
+            "value validation would refuse "
             "(of another type, a subclass or an extra value)",
         )
     try:
@@ -231,45 +231,39 @@ def check_evidence_object(evidence: HarnessRunEvidence) -> None:
     except (FingerprintError, ValueError, RecursionError):
         # A value with no canonical JSON (a lone surrogate, an integer beyond 2^53, a
         # value that is not JSON at all): which part holds it is found only now.
-        raise refuse(
-            "digest-mismatch", f"{_uncanonical_part(evidence)} has no canonical JSON form"
-        ) from None
+        whole = "the evidence's facts (suite, sampling, seed, model)"
+        part = _first_part_failing(evidence, _canonical, whole)
+        raise refuse("digest-mismatch", f"{part} has no canonical JSON form") from None
     if evidence.digest != content:
         raise refuse("digest-mismatch", "the evidence digest is not its contents'")
 
 
-def _ill_typed_part(evidence: HarnessRunEvidence) -> str:
-    """Which part of an evidence object :func:`exactly_typed` refuses, for the message:
-    the first such attempt, or entry, or the evidence itself."""
+def _first_part_failing(
+    evidence: HarnessRunEvidence, ok: Callable[[object], bool], whole: str
+) -> str:
+    """Which part of an evidence object fails ``ok``, for a message: its first such
+    attempt, or entry, or else ``whole``. Reads what it is given warily: the object
+    may not be a validated record."""
     entries = getattr(evidence, "entries", None)
     for entry in entries if type(entries) is tuple else ():
-        if type(entry) is EvidenceEntry and exactly_typed(entry):
+        if ok(entry):
             continue
         task = getattr(entry, "task_id", None)
         attempts = getattr(entry, "attempts", None)
         for index, attempt in enumerate(attempts if type(attempts) is tuple else (), 1):
-            if type(attempt) is not AttemptEvidence or not exactly_typed(attempt):
+            if not ok(attempt):
                 number = getattr(attempt, "attempt", None)
                 named = f"{number:03d}" if type(number) is int else f"#{index} ({number!r})"
-                return f"task {task!s} attempt {named}"
+                return f"task {task!s} attempt {named} (in the evidence)"
         return f"task {task!s} (its entry)"
-    return "the evidence object"
+    return whole
 
 
-def _uncanonical_part(evidence: HarnessRunEvidence) -> str:
-    """Which part of an (exactly typed) evidence object has no canonical JSON form, for
-    the message: the first such attempt, or entry, or the evidence's own facts."""
-    for entry in evidence.entries:
-        if _canonical(entry):
-            continue
-        for attempt in entry.attempts:
-            if not _canonical(attempt):
-                return f"task {entry.task_id} attempt {attempt.attempt:03d} (in the evidence)"
-        return f"task {entry.task_id} (its entry)"
-    return "the evidence's facts (suite, sampling, seed, model)"
+def _exact_record(value: Any) -> bool:
+    return type(value) in (EvidenceEntry, AttemptEvidence) and exactly_typed(value)
 
 
-def _canonical(record: BaseModel) -> bool:
+def _canonical(record: Any) -> bool:
     try:
         canonical_bytes(record.model_dump(mode="json", by_alias=True))
     except (FingerprintError, ValueError, RecursionError):
