@@ -23,7 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     if not root.is_dir():
         print(_one_line(f"error: {root}: not a directory"), file=sys.stderr)
         return 2
-    problems, counts = audit_tree(root)
+    problems, counts, warnings = audit_tree(root)
+    for warning in warnings:
+        print(_one_line(f"warning: {warning}"))
     for problem in problems:
         print(_one_line(problem))
     if problems:

@@ -60,7 +60,9 @@ REORDERED = {
     "outcome": """\
 # The shipped outcome evaluator, keys in reverse order, flow style, quoted scalars.
 config:
-  spec: {match: {numeric: true, case_sensitive: false, strip: true}}
+  spec:
+    scorer: {code: null, params: {}, name: "exact"}
+    match: {numeric: true, case_sensitive: false, strip: true}
   metadata: {disclosure: "${disclosure}", name: "exact-match"}
   kind: "HarnessOutcomeEvaluation"
   apiVersion: 'xaytune.harness-evaluation/v1alpha1'

@@ -133,6 +133,8 @@ def test_fingerprint_ignores_disclosure_only():
         {"strip": False},
         {"case_sensitive": True},
         {"numeric": False},
+        {"scorer": "numeric"},
+        {"scorer_params": {"abs_tol": 0.5}},
     ],
 )
 def test_fingerprint_changes_with_any_outcome_field(change):
@@ -213,7 +215,14 @@ def test_bound_evaluation_records_fingerprint_disclosure_and_determinism(tmp_pat
     )
     assert bound.disclosure == "per-task"
     assert bound.determinism == "DETERMINISTIC"
-    assert bound.fingerprint == config_fingerprint(resolve_config(config))
+    # The bound config is the given one with the scorer's code identity pinned.
+    assert config["spec"]["scorer"]["code"] is None
+    pinned = copy.deepcopy(config)
+    pinned["spec"]["scorer"]["code"] = bound.config["spec"]["scorer"]["code"]
+    assert pinned["spec"]["scorer"]["code"]["target"] == "xaytune.evaluation.scorers._exact.exact"
+    assert bound.config == pinned
+    assert bound.fingerprint == config_fingerprint(resolve_config(pinned))
+    assert bound.fingerprint != config_fingerprint(resolve_config(config))
     judge_bound = bind_evaluation(
         HarnessJudgeEvaluator(source, judge_model=JUDGE),
         EvaluationSpec(evaluator=EvaluatorSpec(name="harness-judge", config=_judge_cfg())),

@@ -341,7 +341,7 @@ def test_crashes_on_every_attempt_give_no_attested_result(bench: Bench, source) 
     assert [a.status for a in entry.attempts] == ["partial", "partial"]
 
 
-def test_a_buggy_tool_is_a_crash_not_an_outcome(bench: Bench) -> None:
+def test_a_tool_that_raises_is_a_tool_error_the_model_sees(bench: Bench) -> None:
     class Buggy:
         name = "buggy"
         description = "Raises a bug."
@@ -353,11 +353,13 @@ def test_a_buggy_tool_is_a_crash_not_an_outcome(bench: Bench) -> None:
 
     tools = TOOLS | {"buggy"}
     harness = CALC.model_copy(update={"tools": ("calculator", "buggy")})
-    model = ScriptedModel([reply(calls=[call("buggy", "{}")])])
+    model = ScriptedModel([reply(calls=[call("buggy", "{}")]), reply("ANSWER: 0")])
     result = run(bench, harness, model, toolbox=Toolbox.default().register(Buggy()), tools=tools)
-    assert result.status == "partial" and "KeyError" in result.error
-    assert result.spend.turns == 1
-    sealed(result)
+    assert result.status == "complete" and result.outcome.answer == "0"
+    assert (result.spend.turns, result.spend.tool_calls, result.spend.tool_errors) == (2, 1, 1)
+    assert model.requests[1].messages[-1].content.startswith("error: KeyError")
+    _, events = sealed(result)
+    assert events[2]["v"]["error"] == "tool-error" and events[2]["v"]["ok"] is False
 
 
 # -- tool misuse --------------------------------------------------------------------

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
+import math
+import threading
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from xaytune.core.errors import ExecutionError
+from xaytune.harness import toolbox as toolbox_module
 from xaytune.harness.toolbox import CalculatorTool, Tool, Toolbox, ToolError, ToolResult
 from xaytune.models._protocol import ToolCall
 
@@ -165,13 +172,15 @@ def test_call_reports_a_calculator_refusal_as_a_tool_error() -> None:
         assert result.content.startswith("error: ")
 
 
-def test_call_lets_a_tool_bug_propagate() -> None:
-    # Only ToolError is the model's business; anything else is a bug in the tool.
-    with pytest.raises(RuntimeError, match="a bug in the tool"):
-        call("buggy", "{}")
+def test_call_reports_a_tool_bug_to_the_model_as_a_tool_error() -> None:
+    # A tool's bug is the model's observation (and a counted tool error), never a
+    # crash of the attempt: the type and the first line of the message are shown.
+    result = call("buggy", "{}")
+    assert (result.ok, result.error) == (False, "tool-error")
+    assert result.content == "error: RuntimeError: a bug in the tool"
 
 
-def test_call_refuses_a_tool_that_returns_a_non_string() -> None:
+def test_call_reports_a_tool_that_returns_a_non_string_as_a_tool_error() -> None:
     class NumberTool(FailingTool):
         name = "number"
 
@@ -179,9 +188,9 @@ def test_call_refuses_a_tool_that_returns_a_non_string() -> None:
             return 42  # type: ignore[return-value]
 
     box = Toolbox((NumberTool(),))
-    with pytest.raises(ExecutionError) as caught:
-        box.call(ToolCall("c", "number", "{}"), authorized=frozenset({"number"}))
-    assert caught.value.reason == "bad-tool-result"
+    result = box.call(ToolCall("c", "number", "{}"), authorized=frozenset({"number"}))
+    assert (result.ok, result.error) == (False, "tool-error")
+    assert result.content == "error: tool 'number' returned int, not a string"
 
 
 # ---------------------------------------------------------------- registry
@@ -300,3 +309,184 @@ def test_a_tool_mutated_after_registration_does_not_change_the_toolbox() -> None
     assert box.version == version
     result = box.call(ToolCall("c", "echo", "{}"), authorized=frozenset({"echo"}))
     assert result.error == "bad-arguments"
+
+
+# ---------------------------------------------------------------- acall, protocol additions
+
+
+def acall(box: Toolbox, name: str, arguments: str, *, timeout_s: float | None = 5.0) -> ToolResult:
+    async def run() -> ToolResult:
+        call = ToolCall("call-1", name, arguments)
+        return await box.acall(call, authorized=box.names | {"search"}, timeout_s=timeout_s)
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("calculator", '{"expression": "2 ** 10"}'),
+        ("search", "{}"),
+        ("calculator", "{}"),
+        ("echo", '{"text": "a", "times": true}'),
+        ("failing", "{}"),
+        ("buggy", "{}"),
+        ("nested", '{"point": {"x": 1, "y": 2}}'),
+    ],
+)
+def test_acall_gives_the_answers_call_gives(name: str, arguments: str) -> None:
+    box = toolbox()
+    synchronous = box.call(ToolCall("call-1", name, arguments), authorized=ALL | {"search"})
+    asynchronous = acall(box, name, arguments)
+    assert replace(asynchronous, elapsed_s=0.0) == replace(synchronous, elapsed_s=0.0)
+
+
+def test_acall_checks_authorization_first() -> None:
+    async def run() -> ToolResult:
+        call = ToolCall("call-1", "search", "not json")
+        return await toolbox().acall(call, authorized=frozenset(), timeout_s=None)
+
+    assert asyncio.run(run()).error == "unauthorized-tool"
+
+
+class WhereTool:
+    """Reports the thread its ``invoke`` runs in."""
+
+    description = "Where am I?"
+    version = "1"
+    parameters: dict[str, Any] = {"type": "object"}  # noqa: RUF012 - the Tool protocol
+
+    def __init__(self, name: str, inline: bool) -> None:
+        self.name, self.inline = name, inline
+
+    def invoke(self, arguments: dict[str, Any]) -> str:
+        return threading.current_thread().name
+
+
+def test_acall_runs_an_inline_tool_on_the_loop_and_others_in_a_worker_thread() -> None:
+    assert CalculatorTool.inline is True
+    box = Toolbox((WhereTool("here", True), WhereTool("away", False)))
+    assert acall(box, "here", "{}").content == "MainThread"
+    assert acall(box, "away", "{}").content == "xaytune-tool"
+
+
+def test_acall_awaits_an_async_invoke_under_the_timeout() -> None:
+    class SlowTool(FailingTool):
+        name = "slow"
+
+        async def invoke(self, arguments: dict[str, Any]) -> str:  # type: ignore[override]
+            await asyncio.sleep(arguments.get("seconds", 0))
+            return "done"
+
+    box = Toolbox((SlowTool(),))
+    assert acall(box, "slow", "{}").content == "done"
+    result = acall(box, "slow", '{"seconds": 10}', timeout_s=0.05)
+    assert (result.ok, result.error) == (False, "tool-timeout")
+    assert result.content == "error: tool 'slow' timed out after 0.05 s"
+
+
+@pytest.mark.parametrize("timeout_s", [0, -1.0, math.nan, math.inf, True, "5"])
+def test_acall_refuses_a_timeout_that_is_not_a_positive_number(timeout_s: Any) -> None:
+    with pytest.raises(ExecutionError) as caught:
+        acall(Toolbox.default(), "calculator", '{"expression": "1"}', timeout_s=timeout_s)
+    assert caught.value.reason == "invalid-timeout"
+
+
+class SelfCheckingTool:
+    """Checks its own arguments, so its schema may lie outside the subset."""
+
+    name = "self_checking"
+    description = "Takes a colour."
+    version = "1"
+
+    def __init__(self, check: Any = None) -> None:
+        self.parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": {"colour": {"enum": ["red", "blue"]}},
+            "required": ["colour"],
+        }
+        if check is not None:
+            self.check_arguments = check
+
+    def check_arguments(self, arguments: dict[str, Any]) -> dict[str, Any] | str:
+        colour = arguments.get("colour")
+        if colour not in ("red", "blue"):
+            return f"colour: must be red or blue, got {colour!r}\n(second line)"
+        return {"colour": colour.upper()}
+
+    def invoke(self, arguments: dict[str, Any]) -> str:
+        return arguments["colour"]
+
+
+def test_a_tool_that_checks_its_own_arguments_is_asked_instead_of_the_subset() -> None:
+    box = Toolbox((SelfCheckingTool(),))  # "enum" would be unsupported-schema otherwise
+    ok = box.call(ToolCall("c", "self_checking", '{"colour": "red"}'), authorized=box.names)
+    assert ok.content == "RED"  # invoke receives what check_arguments returned
+    bad = box.call(ToolCall("c", "self_checking", '{"colour": 1}'), authorized=box.names)
+    assert (bad.error, bad.elapsed_s) == ("bad-arguments", 0.0)
+    expected = "error: bad arguments for 'self_checking': colour: must be red or blue, got 1"
+    assert bad.content == expected + " (second line)"
+
+
+def test_a_failing_argument_check_is_a_tool_error() -> None:
+    def raises(arguments: dict[str, Any]) -> Any:
+        raise KeyError("colour")
+
+    for check, content in [
+        (raises, "error: KeyError: 'colour'"),
+        (lambda arguments: None, "error: TypeError: check_arguments returned NoneType"),
+    ]:
+        box = Toolbox((SelfCheckingTool(check),))
+        result = box.call(ToolCall("c", "self_checking", "{}"), authorized=box.names)
+        assert (result.ok, result.error) == (False, "tool-error")
+        assert result.content.startswith(content)
+
+
+def test_a_self_checking_tool_still_needs_an_object_schema_of_json_data() -> None:
+    for parameters in ({"type": "array"}, {"type": "object", "default": math.nan}):
+        tool = SelfCheckingTool()
+        tool.parameters = parameters
+        with pytest.raises(ExecutionError) as caught:
+            Toolbox((tool,))
+        assert caught.value.reason == "unsupported-schema"
+
+
+def test_register_refuses_an_inline_flag_that_is_not_a_boolean() -> None:
+    with pytest.raises(ExecutionError) as caught:
+        Toolbox((WhereTool("here", "yes"),))  # type: ignore[arg-type]
+    assert caught.value.reason == "invalid-tool"
+
+
+def test_the_sync_call_runs_an_async_invoke_outside_an_event_loop() -> None:
+    class AsyncEcho(EchoTool):
+        async def invoke(self, arguments: dict[str, Any]) -> str:  # type: ignore[override]
+            return arguments["text"]
+
+    box = Toolbox((AsyncEcho(),))
+    assert box.call(ToolCall("c", "echo", '{"text": "hi"}'), authorized=box.names).content == "hi"
+
+
+# ---------------------------------------------------------------- identity
+
+
+def test_identities_come_in_the_requested_order_and_name_a_missing_tool() -> None:
+    identities = toolbox().identities(["echo", "calculator"])
+    assert [identity.target for identity in identities] == [
+        "test_toolbox.EchoTool",
+        "xaytune.harness.toolbox.CalculatorTool",
+    ]
+    source = Path(toolbox_module.__file__).read_bytes().replace(b"\r\n", b"\n")
+    assert identities[1].source_sha256 == "sha256:" + hashlib.sha256(source).hexdigest()
+    assert identities[1].version == CalculatorTool.version
+    with pytest.raises(ExecutionError) as caught:
+        toolbox().identities(["echo", "search"])
+    assert caught.value.reason == "unknown-tool"
+    assert "'search'" in str(caught.value)
+
+
+def test_version_changes_when_the_same_schema_is_served_by_other_code() -> None:
+    class OtherEcho(EchoTool):
+        """Same name, description, version and schema as EchoTool; other code."""
+
+    assert Toolbox((OtherEcho(),)).schemas(["echo"]) == Toolbox((EchoTool(),)).schemas(["echo"])
+    assert Toolbox((OtherEcho(),)).version != Toolbox((EchoTool(),)).version

@@ -20,10 +20,12 @@ from xaytune.app.experiment import (
     evaluation_dir,
     observed_tasks,
 )
+from xaytune.app.parts import part_change
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.evaluation.harness import recompute_harness_evaluation
 from xaytune.harness.publish import PublishedSubject
+from xaytune.plugins import CodeIdentity
 
 __all__ = ["evaluation_problems"]
 
@@ -38,10 +40,16 @@ def evaluation_problems(
     record: dict[str, Any],
     subject: PublishedSubject,
     seed: int,
+    warnings: list[str],
 ) -> list[tuple[Path, str]]:
     """(file, problem) for each recomputed evaluation of the replicate in ``directory``
     (of ``seed``, its record parsed as ``record``) that is not what its files and its
-    record say."""
+    record say.
+
+    An evaluation whose scorer's code here is not the code the run recorded cannot
+    be recomputed faithfully: it is not, and a line is added to ``warnings`` instead
+    (the recorded evaluation is still tied to its evidence by the caller).
+    """
     record_path = directory / REPLICATE_FILE
     problems: list[tuple[Path, str]] = []
     try:
@@ -49,6 +57,10 @@ def evaluation_problems(
         recomputed = []
         for label in sorted(cfg.evaluators):
             if cfg.evaluators[label].name not in _RECOMPUTED:
+                continue
+            changed = _scorer_change(evaluation_dir(directory, label))
+            if changed is not None:
+                warnings.append(f"{changed}; evaluation {label} not recomputed")
                 continue
             evaluator, spec = configured_evaluation(cfg, source, label)
             evaluation, files = recompute_harness_evaluation(
@@ -81,6 +93,20 @@ def evaluation_problems(
             (record_path, cannot_recompute("evaluation-mismatch", "the evaluations", error))
         )
     return problems
+
+
+def _scorer_change(directory: Path) -> str | None:
+    """How the scorer the released evaluation in ``directory`` recorded differs from
+    the code here, or None (also when nothing readable is recorded: the recompute
+    then reports the evaluation itself)."""
+    path = directory / "evaluation.json"
+    try:
+        recorded = json.loads(path.read_bytes())["evaluation"]["config"]["spec"]["scorer"]["code"]
+        identity = CodeIdentity.model_validate(recorded)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    change = part_change(identity)
+    return None if change is None else f"{path}: {change}"
 
 
 def _json(value: object) -> object:

@@ -31,6 +31,7 @@ from xaytune.app._manifest_view import ManifestView, ReplicateView, inside, read
 from xaytune.app.config import ExperimentConfig, validate_config
 from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
 from xaytune.app.manifest import MANIFEST, report_files
+from xaytune.app.parts import part_change
 from xaytune.core.canonical import sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
@@ -62,19 +63,22 @@ class _Audit:
     # Each store's published evidence, once verified (None: it did not verify).
     stores: dict[Path, dict[str, _Published] | None] = field(default_factory=dict)
     candidates: set[Path] = field(default_factory=set)
+    # Not problems: what the tree records is intact, but the code here differs.
+    warnings: list[str] = field(default_factory=list)
 
     def problem(self, path: Path, message: str) -> None:
         """One line naming ``path`` (once: an error's message may name it already)."""
         self.problems.append(message if str(path) in message else f"{path}: {message}")
 
 
-def audit_tree(root: Path) -> tuple[list[str], dict[str, int]]:
-    """Problems (one line each) and counts of what verified."""
+def audit_tree(root: Path) -> tuple[list[str], dict[str, int], list[str]]:
+    """Problems (one line each), counts of what verified, and warnings (one line
+    each: a part whose code here is not the code the run recorded)."""
     audit = _Audit()
     root = root.absolute()  # every problem names its file in full
     manifests = sorted(root.rglob(MANIFEST))
     if not manifests:
-        return [f"{root}: no {MANIFEST}; not an xaytune output tree"], audit.counts
+        return [f"{root}: no {MANIFEST}; not an xaytune output tree"], audit.counts, []
     _check_no_links(root, audit)
     listed: set[Path] = set()
     for path in manifests:
@@ -103,7 +107,7 @@ def audit_tree(root: Path) -> tuple[list[str], dict[str, int]]:
     for marker in sorted(root.rglob(STORE_MARKER)):
         if marker.parent not in listed:
             audit.problem(marker.parent, "unlisted-store: an evidence store no manifest lists")
-    return audit.problems, audit.counts
+    return audit.problems, audit.counts, audit.warnings
 
 
 def _check_no_links(root: Path, audit: _Audit) -> None:
@@ -215,7 +219,9 @@ def _check_replicate(
         return store_root
     if cfg is not None:
         for subject, _ in published.values():
-            problems = evaluation_problems(cfg, source, directory, record, subject, replicate.seed)
+            problems = evaluation_problems(
+                cfg, source, directory, record, subject, replicate.seed, audit.warnings
+            )
             for file, message in problems:
                 audit.problem(file, message)
     harness = manifest.harness_of(directory.parent.name)
@@ -268,6 +274,11 @@ def _check_candidate(manifest: ManifestView, directory: Path, audit: _Audit) -> 
             f"candidate-mismatch: not candidate {label} of the manifest "
             "(its name, harness fingerprint or harness declaration)",
         )
+        return
+    for part in Harness.model_validate(candidate["harness"]).parts:
+        change = part_change(part)
+        if change is not None:
+            audit.warnings.append(f"{path}: {change}")
 
 
 def _check_evaluations(

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    model_validator,
+)
 
 from xaytune.core._ids import is_valid_id
 from xaytune.core.errors import ConfigError
@@ -18,6 +26,7 @@ __all__ = [
     "ModelConfig",
     "OpenAICompatibleModelConfig",
     "SimulatedModelConfig",
+    "TargetModelConfig",
     "validate_config",
 ]
 
@@ -89,9 +98,43 @@ class LlamaCppLocalModelConfig(BaseModel):
     max_retries: int = Field(default=1, ge=0)
 
 
+class TargetModelConfig(BaseModel):
+    """A user's model adapter: ``_target_`` (a dotted path or a name registered with
+    ``@model_adapter`` or the ``xaytune.models`` entry point) and its parameters."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    target: str = Field(alias="_target_", min_length=1)
+    params: dict[str, Any] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "_target_" in value and "params" not in value:
+            rest = {k: v for k, v in value.items() if k != "_target_"}
+            return {"_target_": value["_target_"], "params": rest}
+        return value
+
+
+def _model_kind(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return "target" if "_target_" in value else value.get("kind")
+    return "target" if isinstance(value, TargetModelConfig) else getattr(value, "kind", None)
+
+
 ModelConfig = Annotated[
-    SimulatedModelConfig | OpenAICompatibleModelConfig | LlamaCppLocalModelConfig,
-    Field(discriminator="kind"),
+    Annotated[SimulatedModelConfig, Tag("simulated")]
+    | Annotated[OpenAICompatibleModelConfig, Tag("openai_compatible")]
+    | Annotated[LlamaCppLocalModelConfig, Tag("llama_cpp_local")]
+    | Annotated[TargetModelConfig, Tag("target")],
+    Discriminator(
+        _model_kind,
+        custom_error_type="model_kind",
+        custom_error_message=(
+            "set kind (simulated, openai_compatible, llama_cpp_local) or _target_ "
+            "(a model adapter class)"
+        ),
+    ),
 ]
 
 
@@ -191,7 +234,7 @@ def validate_config(plain: dict[str, Any]) -> ExperimentConfig:
         key = ".".join(str(part) for part in first["loc"] if not str(part).startswith("function-"))
         # Discriminated unions put the tag in the path; keep the user's key names.
         key = key.replace(".simulated", "").replace(".openai_compatible", "")
-        key = key.replace(".llama_cpp_local", "")
+        key = key.replace(".llama_cpp_local", "").replace(".target", "")
         problem = first["msg"]
         if first["type"] == "extra_forbidden":
             problem = "unknown key (typo?)"

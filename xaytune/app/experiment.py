@@ -21,7 +21,9 @@ from xaytune.app.config import (
     LlamaCppLocalModelConfig,
     ModelConfig,
     SimulatedModelConfig,
+    TargetModelConfig,
 )
+from xaytune.app.parts import model_adapter_identity
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SeededSample, SuiteSource, record_assignment
 from xaytune.core.domain.measurement import TaskObservation
@@ -88,6 +90,10 @@ def build_model(config: ModelConfig, *, seed: int) -> Model:
             transient_error_rate=config.transient_error_rate,
             context_window=config.context_window,
         )
+    if isinstance(config, TargetModelConfig):
+        from xaytune.app.parts import build_target_model
+
+        return build_target_model(config, seed=seed)
     if isinstance(config, LlamaCppLocalModelConfig):
         # One server per process, shared by the replicates; the runtime is the [local] extra.
         return llama_cpp_local_model(seed=seed, **config.model_dump(exclude={"kind"}))
@@ -154,9 +160,13 @@ def run_replicate(
     seed: int,
     source: SuiteSource,
     out: Path,
+    toolbox: Toolbox,
     progress: Progress | None = None,
 ) -> ReplicateOutcome:
-    """Run, assemble, verify, publish and evaluate one candidate under one seed."""
+    """Run, assemble, verify, publish and evaluate one candidate under one seed.
+
+    ``toolbox`` holds every candidate's tools (``parts.experiment_toolbox``); this
+    candidate is granted its own."""
     suite = source.suite
     directory = replicate_dir(out, harness, seed)
     directory.mkdir(parents=True, exist_ok=True)
@@ -176,8 +186,7 @@ def run_replicate(
     sampling = SeededSample(count=cfg.sampling.count)
     assignment = record_assignment(suite, sampling, seed=seed)
     model = build_model(cfg.model, seed=seed)
-    toolbox = Toolbox.default()
-    tools = frozenset(harness.tools)
+    tools = frozenset(harness.tool_names)
     specs = compile_replicate(
         harness,
         suite=suite,
@@ -221,6 +230,7 @@ def run_replicate(
             "model": model.identity.model_dump(mode="json", exclude={"parameters"})
             | {"parameters": _facet_parameters(model)},
             "toolbox": toolbox.version,
+            "model_adapter": model_adapter_identity(model).model_dump(mode="json"),
             "runtime": "xaytune-local/v1",
             "durability": cfg.durability,
         },

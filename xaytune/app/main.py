@@ -44,7 +44,9 @@ def resolve_config(raw: DictConfig) -> tuple[ExperimentConfig, dict[str, Any]]:
         raise ConfigError("bad-config", f"{key}: {message}") from None
     assert isinstance(plain, dict)
     plain.pop("hydra", None)
-    return validate_config(plain), plain
+    from xaytune.app.parts import resolve_candidates
+
+    return resolve_candidates(validate_config(plain)), plain
 
 
 def _fail(error: XaytuneError) -> None:
@@ -56,11 +58,13 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
     """Run this job's replicates into ``out``; compare and report when ``compare``."""
     from xaytune.app.experiment import load_source, run_replicate
     from xaytune.app.manifest import check_resume, write_manifest
+    from xaytune.app.parts import experiment_toolbox
     from xaytune.app.progress import replicate_progress
 
     source = load_source(cfg)
+    toolbox = experiment_toolbox(cfg)
     if cfg.resume is not None:
-        check_resume(out, plain)
+        check_resume(out, plain, cfg)
     write_manifest(out, cfg, plain, source, final=False)
     for seed in cfg.job_seeds:
         for label in ("a", "b"):
@@ -75,6 +79,7 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
                     seed=seed,
                     source=source,
                     out=out,
+                    toolbox=toolbox,
                     progress=progress,
                 )
     if not compare:
@@ -134,6 +139,9 @@ def main(raw: DictConfig) -> None:
                 raise ConfigError(
                     "bad-config", "seed: a multirun job needs seed=<s> (sweep seed=...)"
                 )
+            from xaytune.app.parts import preflight
+
+            preflight(cfg)  # nothing is paid for before everything knowable is checked
         except XaytuneError:
             _discard_unused(Path(hydra_cfg.runtime.output_dir))
             raise

@@ -13,6 +13,7 @@ from xaytune.app.experiment import REPLICATE_FILE, timing_environment
 from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import ConfigError
+from xaytune.harness.spec import Harness
 from xaytune.harness.store import atomic_write
 
 __all__ = ["MANIFEST", "REPORT_FILES", "check_resume", "report_files", "write_manifest"]
@@ -77,7 +78,11 @@ def write_manifest(
             "path": None if cfg.suite.path is None else str(Path(cfg.suite.path).resolve()),
         },
         "candidates": {
-            label: {"name": h.name, "harness_fingerprint": h.fingerprint}
+            label: {
+                "name": h.name,
+                "harness_fingerprint": h.fingerprint,
+                "parts": [part.model_dump(mode="json") for part in h.parts],
+            }
             for label, h in sorted(cfg.candidates.items())
         },
         "durability": cfg.durability,
@@ -104,8 +109,9 @@ def _what_is_run(plain: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in plain.items() if k not in _OPERATIONAL}
 
 
-def check_resume(out: Path, plain: dict[str, Any]) -> None:
-    """Refuse to resume into a tree made from another config (``resume-mismatch``)."""
+def check_resume(out: Path, plain: dict[str, Any], cfg: ExperimentConfig) -> None:
+    """Refuse to resume into a tree made from another config, or with parts whose
+    code has changed since (``resume-mismatch``, naming the part)."""
     path = out / MANIFEST
     try:
         previous = json.loads(path.read_bytes())
@@ -117,3 +123,29 @@ def check_resume(out: Path, plain: dict[str, Any]) -> None:
         raise ConfigError(
             "resume-mismatch", f"{out}: was run with another config; resume needs the same one"
         )
+    recorded = previous.get("candidates") if isinstance(previous, dict) else None
+    for label, harness in sorted(cfg.candidates.items()):
+        before = recorded.get(label) if isinstance(recorded, dict) else None
+        if isinstance(before, dict) and before.get("harness_fingerprint") == harness.fingerprint:
+            continue
+        raise ConfigError(
+            "resume-mismatch",
+            f"{out}: candidate {label} ({harness.name}): {_changed_part(before, harness)}; "
+            "resume needs the same code",
+        )
+
+
+def _changed_part(before: Any, harness: Harness) -> str:
+    """Which part's code differs from the one the tree was run with."""
+    parts = before.get("parts") if isinstance(before, dict) else None
+    pinned = {(p.get("kind"), p.get("name")): p for p in parts or () if isinstance(p, dict)}
+    for part in harness.parts:
+        old = pinned.get((part.kind, part.name))
+        if old is None:
+            return f"{part.kind} {part.name!r} was not part of the run"
+        if old != part.model_dump(mode="json"):
+            return (
+                f"{part.kind} {part.name!r} code changed ({old.get('source_sha256')} -> "
+                f"{part.source_sha256})"
+            )
+    return "the harness is not the one the tree was run with"

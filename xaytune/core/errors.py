@@ -13,6 +13,7 @@ __all__ = [
     "EvidenceError",
     "ExecutionError",
     "FingerprintError",
+    "PluginError",
     "SuiteError",
     "XaytuneError",
 ]
@@ -57,3 +58,7 @@ class EvaluationError(XaytuneError):
 
 class ComparisonError(XaytuneError):
     """A comparison is refused (e.g. an unpaired design)."""
+
+
+class PluginError(XaytuneError):
+    """A user part (tool, loop, scorer, model adapter) cannot be resolved or checked."""

@@ -12,7 +12,15 @@ Shape::
      "metadata": {"name": "<id>", "disclosure": "aggregate" | "per-task"},
      "spec": {...}}
 
-outcome spec: ``{"match": {"strip": bool, "case_sensitive": bool, "numeric": bool}}``;
+outcome spec: ``{"match": {"strip": bool, "case_sensitive": bool, "numeric": bool},
+"scorer": {"name": <short name or dotted path>, "params": {...}, "code": <CodeIdentity>
+| null}}``. The scorer decides task_success (see ``xaytune.evaluation.scorers``);
+``match`` is the normalisation of the ``exact`` scorer (a scorer that declares a
+``match`` parameter receives it) and is ignored by the others, yet stays in the
+fingerprint. A user writes ``code: null``; binding fills in the resolved scorer's
+code identity, so the bound config and its fingerprint pin the scorer's code (C3);
+``code`` given and not the current code's identity is refused (``scorer-mismatch``,
+by the outcome evaluator);
 judge spec: ``{"judge_model": {provider, model, revision, parameters},
 "rubric": {"text", "sha256"}, "scale": {"min", "max"}, "reference_access":
 "none" | "reference", "judge_repeats": int >= 1, "judge_retries": int >= 0}``.
@@ -31,6 +39,7 @@ from xaytune.core.canonical import fingerprint, sha256_digest, to_plain
 from xaytune.core.errors import EvaluationError, FingerprintError
 from xaytune.evaluation._grants import ReferenceEgressGrant
 from xaytune.models._protocol import ModelIdentity
+from xaytune.plugins import CodeIdentity
 
 __all__ = [
     "API_VERSION",
@@ -43,6 +52,7 @@ __all__ = [
     "EvaluatorSpec",
     "JudgeEvaluationConfig",
     "OutcomeEvaluationConfig",
+    "ScorerSpec",
     "config_fingerprint",
     "judge_config",
     "outcome_config",
@@ -73,8 +83,18 @@ class MatchRule(_Strict):
     numeric: bool
 
 
+class ScorerSpec(_Strict):
+    """Which scorer decides task_success: a reference (short name or dotted path), its
+    parameters, and the code identity it is pinned to (None until bound)."""
+
+    name: str
+    params: dict[str, Any]
+    code: CodeIdentity | None
+
+
 class OutcomeSpec(_Strict):
     match: MatchRule
+    scorer: ScorerSpec
 
 
 class OutcomeEvaluationConfig(_Strict):
@@ -222,13 +242,26 @@ def outcome_config(
     strip: bool = True,
     case_sensitive: bool = False,
     numeric: bool = True,
+    scorer: str = "exact",
+    scorer_params: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A canonical outcome config (every field explicit) for users and the app."""
+    """A canonical outcome config (every field explicit) for users and the app.
+
+    ``scorer`` is a scorer's short name or dotted path and ``scorer_params`` its
+    parameters; ``code`` is left None for binding to fill in.
+    """
     return {
         "apiVersion": API_VERSION,
         "kind": OUTCOME_KIND,
         "metadata": {"name": name, "disclosure": disclosure},
-        "spec": {"match": {"strip": strip, "case_sensitive": case_sensitive, "numeric": numeric}},
+        "spec": {
+            "match": {"strip": strip, "case_sensitive": case_sensitive, "numeric": numeric},
+            "scorer": {
+                "name": scorer,
+                "params": copy.deepcopy(scorer_params) if scorer_params is not None else {},
+                "code": None,
+            },
+        },
     }
 
 

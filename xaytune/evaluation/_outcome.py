@@ -1,10 +1,18 @@
-"""``harness-outcome``: task_success by a declared exact-match rule, and every
-execution metric (DETERMINISTIC).
+"""``harness-outcome``: task_success by the declared scorer, and every execution
+metric (DETERMINISTIC).
+
+The scorer (``spec.scorer``; contract and built-ins in ``xaytune.evaluation.scorers``,
+default ``exact``) is resolved when the evaluation is bound, and its code identity is
+pinned into the bound config (``spec.scorer.code``), so the fingerprint covers the
+scorer's code (C3). Every later check and each measurement resolve it again and
+refuse ``scorer-mismatch`` when its code is no longer the pinned one; a measurement
+instantiates it once.
 
 Per entry of the verified evidence:
 
-* attested, terminal ``answer`` with an answer: task_success 1 when the normalised
-  answer equals the normalised reference, else 0;
+* attested, terminal ``answer`` with an answer: task_success 1 when the scorer says
+  success on (answer, reference), else 0; a scorer that raises or returns something
+  other than a bool or a Score refuses the evaluation (``scorer-failed``);
 * attested, ``answer`` without an extracted answer, ``budget-stop``,
   ``context-overflow``, ``model-error``: task_success 0 (spec: a failure to answer
   scores 0; there is no answer to judge, which is the judge's not-applicable);
@@ -29,9 +37,7 @@ every slice is absent (see ``metrics.slice_result``).
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal, InvalidOperation
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import EvaluationError
@@ -40,8 +46,8 @@ from xaytune.evaluation._config import (
     OUTCOME_KIND,
     BoundEvaluation,
     EvaluationConfig,
-    MatchRule,
     OutcomeEvaluationConfig,
+    resolve_config,
 )
 from xaytune.evaluation.metrics import (
     EXECUTION_METRICS,
@@ -51,12 +57,10 @@ from xaytune.evaluation.metrics import (
     run_result,
     slice_result,
 )
+from xaytune.evaluation.scorers import ResolvedScorer, normalise, resolve_scorer
 from xaytune.harness.evidence import HarnessRunEvidence
 
 __all__ = ["SLICED_METRICS", "HarnessOutcomeEvaluator", "normalise"]
-
-_NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][+-]?\d+)?")
-_DIGIT = re.compile(r"\d")
 
 # Execution metrics read from the attested attempt's spend (key -> per-spend value).
 _SPEND_FIELDS: tuple[tuple[str, str, float], ...] = (
@@ -76,36 +80,6 @@ _CANCELLED = absence_code("unscored-cancelled")
 _UNACCOUNTED = absence_code("spend-unaccounted")
 
 
-def _canonical_number(text: str) -> str | None:
-    """``"1,000"``, ``"1000.0"``, ``"1e3"`` -> ``"1000"``; None when not a number."""
-    if not _DIGIT.search(text) or _NUMBER.fullmatch(text) is None:
-        return None
-    try:
-        number = Decimal(text.replace(",", ""))
-    except InvalidOperation:
-        return None
-    if not number.is_finite() or abs(number.adjusted()) > 1000:
-        return None  # not a number we write out digit by digit
-    if number == number.to_integral_value():
-        return str(int(number))
-    return format(number.normalize(), "f")
-
-
-def normalise(text: str, rule: MatchRule) -> str:
-    """``text`` under the declared rule: strip, then case-fold unless case-sensitive,
-    then (``numeric``) a number in canonical form (thousands commas dropped, trailing
-    zeros and exponent removed, -0 is 0). Text that is not a number is left as is."""
-    if rule.strip:
-        text = text.strip()
-    if not rule.case_sensitive:
-        text = text.casefold()
-    if rule.numeric:
-        number = _canonical_number(text.strip())
-        if number is not None:
-            return number
-    return text
-
-
 class HarnessOutcomeEvaluator(EvaluatorBase):
     """``harness-outcome`` over runs of the suite ``source`` (see module docstring)."""
 
@@ -116,13 +90,30 @@ class HarnessOutcomeEvaluator(EvaluatorBase):
     def __init__(self, source: SuiteSource) -> None:
         self.source = source
 
+    def resolve(self, config: dict[str, Any]) -> EvaluationConfig:
+        """The canonical config, typed, with its scorer resolved and its code identity
+        pinned (``spec.scorer.code``); a given ``code`` must be the current one
+        (``scorer-mismatch``). Refuses what ``resolve_config`` and
+        :func:`~xaytune.evaluation.scorers.resolve_scorer` refuse."""
+        resolved = resolve_config(config)
+        if not isinstance(resolved, OutcomeEvaluationConfig):
+            return resolved  # another evaluator's kind: bind_evaluation refuses it
+        scorer = _scorer(resolved)
+        plain = resolved.model_dump(mode="json")
+        plain["spec"]["scorer"]["code"] = scorer.code.model_dump(mode="json")
+        return resolve_config(plain)
+
     def prepare(self, bound: BoundEvaluation) -> BoundEvaluation:
         """Nothing leaves the process; a reference egress grant here is refused."""
         self.check_execution(bound)
         return bound
 
     def check_execution(self, bound: BoundEvaluation) -> EvaluationConfig:
-        """The bound config, re-resolved; a grant on it is refused (nothing is sent)."""
+        """The bound config, re-resolved, its scorer still the pinned code; a grant on
+        it is refused (nothing is sent)."""
+        return self._checked(bound)[0]
+
+    def _checked(self, bound: BoundEvaluation) -> tuple[EvaluationConfig, ResolvedScorer | None]:
         config = bound.resolved()
         if bound.grant is not None:
             raise EvaluationError(
@@ -130,16 +121,24 @@ class HarnessOutcomeEvaluator(EvaluatorBase):
                 f"evaluation {config.metadata.name}: {self.name} sends no reference, yet a "
                 f"reference egress grant ({bound.grant.digest}) is attached",
             )
-        return config
+        if not isinstance(config, OutcomeEvaluationConfig):
+            return config, None
+        if config.spec.scorer.code is None:
+            raise EvaluationError(
+                "scorer-mismatch",
+                f"evaluation {config.metadata.name}: the bound config does not pin the code "
+                f"of scorer {config.spec.scorer.name!r} (code is null); bind it with "
+                "bind_evaluation",
+            )
+        return config, _scorer(config)
 
     def measure(
         self, bound: BoundEvaluation, evidence: HarnessRunEvidence, *, seed: int
     ) -> Measurement:
         """task_success and every execution metric of ``evidence`` (already verified)."""
-        config = self.check_execution(bound)
-        if not isinstance(config, OutcomeEvaluationConfig):
+        config, scorer = self._checked(bound)  # the scorer, resolved once per measurement
+        if scorer is None:
             raise EvaluationError("unsupported-evaluator", f"{self.name} got a {config.kind}")
-        rule = config.spec.match
         n = len(evidence.entries)
         success: list[float] = [0.0] * n
         success_codes = [0] * n
@@ -169,7 +168,8 @@ class HarnessOutcomeEvaluator(EvaluatorBase):
                 success_codes[i] = _CANCELLED
             elif outcome.terminal == "answer" and outcome.answer is not None:
                 reference = self.source.reference(entry.task_id).answer
-                success[i] = float(normalise(outcome.answer, rule) == normalise(reference, rule))
+                verdict = scorer.score(outcome.answer, reference, task_id=entry.task_id)
+                success[i] = float(verdict.success)
         columns = self._columns(n, success, success_codes, exec_codes, spend_values)
         columns += (
             Column.build("spend_tokens", spend_tokens, spend_codes),
@@ -202,3 +202,8 @@ class HarnessOutcomeEvaluator(EvaluatorBase):
         ordered = [Column.build("task_success", success, success_codes)]
         ordered += [built[key] for key in EXECUTION_METRICS if key in built]
         return tuple(ordered)
+
+
+def _scorer(config: OutcomeEvaluationConfig) -> ResolvedScorer:
+    where = f"evaluation {config.metadata.name}: spec.scorer"
+    return resolve_scorer(config.spec.scorer, config.spec.match, where=where)

@@ -12,12 +12,13 @@ from xaytune.harness.spec import (
     TrajectoryRecordingSpec,
 )
 from xaytune.harness.store import HarnessEvidenceStore
-from xaytune.harness.toolbox import Tool, Toolbox, ToolResult
+from xaytune.harness.toolbox import FunctionTool, Tool, Toolbox, ToolError, ToolResult, as_tool
 
 __all__ = [
     "AgentExecutionSpec",
     "AnswerExtraction",
     "AttemptResult",
+    "FunctionTool",
     "Harness",
     "HarnessCompilationContext",
     "HarnessCompiler",
@@ -26,8 +27,10 @@ __all__ = [
     "HarnessRunner",
     "TaskRun",
     "Tool",
+    "ToolError",
     "ToolResult",
     "Toolbox",
     "TrajectoryRecordingSpec",
+    "as_tool",
     "compile_replicate",
 ]

@@ -46,7 +46,8 @@ class HarnessCompiler:
 
     def compile(self, harness: Harness, context: HarnessCompilationContext) -> AgentExecutionSpec:
         authorized = frozenset(context.authorized_tools)
-        for tool in harness.tools:
+        tools = harness.tool_names
+        for tool in tools:
             if tool not in authorized:
                 raise ExecutionError(
                     "unauthorized-tool",
@@ -77,7 +78,7 @@ class HarnessCompiler:
             harness_fingerprint=_harness_fingerprint(harness),
             seed=context.seed,
             replicate=context.replicate,
-            tools=harness.tools,
+            tools=tools,
             authorized_tools=tuple(sorted(authorized)),
             system_message=system_message,
             user_message=user_message,

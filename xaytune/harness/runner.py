@@ -1,9 +1,17 @@
-"""The agent loop: model turn, tool calls, tool results, ... until an outcome.
+"""The runner: one attempt runs the harness's agent loop until an outcome.
 
-Terminal outcomes (sealed ``complete``): ``answer``, ``budget-stop`` (turns, tokens
-or tool calls), ``context-overflow``, ``model-error``, ``cancelled`` (the host's
-cancel token). No outcome (sealed ``partial``, spend kept): an interruption
-(``asyncio.CancelledError``, KeyboardInterrupt, SIGTERM via the app) or a crash.
+The loop (``xaytune.harness.loops``; ``tool-loop`` by default) decides what to ask;
+every model and tool call it makes goes through its :class:`LoopContext`, which
+records the trajectory and enforces the budgets, so the evidence is the runner's.
+
+Terminal outcomes (sealed ``complete``): ``answer`` (the loop returned its final
+text), ``budget-stop`` (turns, tokens or tool calls), ``context-overflow``,
+``model-error``, ``cancelled`` (the host's cancel token). No outcome (sealed
+``partial``, spend kept): an interruption (``asyncio.CancelledError``,
+KeyboardInterrupt, SIGTERM via the app) or a crash (the loop raised before any
+stop, or returned something that is not text: ``bad-loop-result``).
+Before any attempt, the loop and tools must be the code the harness pins in its
+``parts`` (``code-mismatch``).
 A task whose attempts all end partial is retried up to ``attempts_per_task``;
 an interruption is never retried.
 """
@@ -11,7 +19,6 @@ an interruption is never retried.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -23,8 +30,11 @@ from xaytune.core.errors import ExecutionError
 from xaytune.harness._answer import extract_answer
 from xaytune.harness._attempt import AttemptSession, recover_open_attempt
 from xaytune.harness._commit import GroupCommit
+from xaytune.harness._loop_context import LoopContext, LoopStop, _Host
 from xaytune.harness.attempt_file import split_attempt
-from xaytune.harness.spec import AgentExecutionSpec
+from xaytune.harness.loops import ResolvedLoop, resolve_loop
+from xaytune.harness.parts import check_parts
+from xaytune.harness.spec import AgentExecutionSpec, Harness
 from xaytune.harness.store import (
     AttemptRecord,
     AttemptSeal,
@@ -35,15 +45,7 @@ from xaytune.harness.store import (
     remove_empty_claim,
 )
 from xaytune.harness.toolbox import Toolbox
-from xaytune.models._protocol import (
-    ContextOverflowError,
-    Message,
-    Model,
-    ModelError,
-    ModelRequest,
-    ToolCall,
-    TransientModelError,
-)
+from xaytune.models._protocol import Model
 
 __all__ = ["AttemptResult", "HarnessRunner", "TaskRun"]
 
@@ -101,6 +103,7 @@ class HarnessRunner:
             raise ExecutionError("bad-durability", f"durability {durability!r}: fsync or none")
         self.durability = durability
         self._identities: dict[int, tuple[object, dict[str, Any], bytes]] = {}
+        self._loops: dict[int, tuple[Harness, ResolvedLoop]] = {}
 
     # -- public API ---------------------------------------------------------------
 
@@ -233,9 +236,12 @@ class HarnessRunner:
             self._identities[id(identity)] = cached
         return cached[1], cached[2]
 
-    @staticmethod
     def _check(
-        spec: AgentExecutionSpec, model: Model, toolbox: Toolbox, authorized: frozenset[str]
+        self,
+        spec: AgentExecutionSpec,
+        model: Model,
+        toolbox: Toolbox,
+        authorized: frozenset[str],
     ) -> None:
         for tool in spec.tools:
             if tool not in authorized:
@@ -243,6 +249,8 @@ class HarnessRunner:
                     "unauthorized-tool", f"spec requests tool {tool!r}, not authorized at run time"
                 )
         toolbox.schemas(spec.tools)  # refuses an unknown tool, naming it
+        # The parts that run must be the code the harness pins (its fingerprint).
+        check_parts(spec.harness, toolbox, self._resolved_loop(spec.harness), spec.tools)
         if spec.model is not None and spec.model != model.identity:
             raise ExecutionError(
                 "model-mismatch",
@@ -352,12 +360,6 @@ class HarnessRunner:
         authorized: frozenset[str],
         cancel: asyncio.Event | None,
     ) -> tuple[Outcome, str | None]:
-        harness = spec.harness
-        schemas = toolbox.schemas(spec.tools)
-        messages: list[Message] = [
-            Message("system", spec.system_message),
-            Message("user", spec.user_message),
-        ]
         session.event(
             "start",
             {
@@ -369,137 +371,36 @@ class HarnessRunner:
                 "tools": list(spec.tools),
             },
         )
-        key = f"{spec.fingerprint}:{session.number}"
-        context_tokens = 0
-        for turn in range(harness.max_turns):
-            if cancel is not None and cancel.is_set():
-                return Outcome(terminal="cancelled", detail="cancelled by the host"), None
-            if harness.context_window is not None and context_tokens >= harness.context_window:
-                return Outcome(
-                    terminal="context-overflow",
-                    detail=f"context {context_tokens} tokens reached window "
-                    f"{harness.context_window}",
-                ), None
-            request = ModelRequest(
-                messages=tuple(messages),
-                tools=schemas,
-                max_output_tokens=harness.max_output_tokens,
-                sampling_key=f"{key}:{turn}",
+        host = _Host(spec, session, spend, model, toolbox, authorized, cancel)
+        loop = self._resolved_loop(spec.harness)
+        text: object = None
+        try:
+            text = await loop.run(LoopContext(host))
+        except LoopStop:
+            pass
+        except Exception:
+            if host.stop is None:  # a loop that fails after a stop keeps the stop
+                raise
+        finally:
+            host.closed = True
+        if host.stop is not None:
+            return host.stop, host.final_text
+        if text is not None and not isinstance(text, str):
+            raise ExecutionError(
+                "bad-loop-result",
+                f"task {spec.task_id}: loop {loop.name} returned {type(text).__name__}, "
+                "not text or None",
             )
-            reply = None
-            turn_retries = 0
-            while reply is None:
-                started = time.perf_counter()
-                try:
-                    reply = await model.complete(request)
-                except ModelError as failure:
-                    elapsed = int((time.perf_counter() - started) * 1e6)
-                    spend.model_time_us += elapsed
-                    spend.retries += failure.retries
-                    retry = isinstance(failure, TransientModelError) and (
-                        turn_retries < harness.model_retries
-                    )
-                    session.event(
-                        "model_error",
-                        {
-                            "turn": turn,
-                            "reason": failure.reason,
-                            "message": str(failure),
-                            "retries": failure.retries + (1 if retry else 0),
-                            "time_us": elapsed,
-                        },
-                    )
-                    if retry:
-                        turn_retries += 1
-                        spend.retries += 1
-                        request = ModelRequest(
-                            messages=request.messages,
-                            tools=request.tools,
-                            max_output_tokens=request.max_output_tokens,
-                            sampling_key=f"{key}:{turn}:r{turn_retries}",
-                        )
-                        continue
-                    terminal = (
-                        "context-overflow"
-                        if isinstance(failure, ContextOverflowError)
-                        else "model-error"
-                    )
-                    return Outcome(terminal=terminal, detail=str(failure)), None
-                elapsed = int((time.perf_counter() - started) * 1e6)
-            usage = reply.usage
-            spend.turns += 1
-            spend.model_calls += 1
-            spend.retries += reply.retries
-            spend.input_tokens += usage.input_tokens
-            spend.output_tokens += usage.output_tokens
-            spend.model_time_us += elapsed
-            context_tokens = usage.input_tokens + usage.output_tokens
-            spend.peak_context_tokens = max(spend.peak_context_tokens, context_tokens)
-            session.event(
-                "model_reply",
-                {
-                    "turn": turn,
-                    "text": reply.text,
-                    "tool_calls": [
-                        {"id": c.id, "name": c.name, "arguments": c.arguments}
-                        for c in reply.tool_calls
-                    ],
-                    "usage": {"input": usage.input_tokens, "output": usage.output_tokens},
-                    "finish_reason": reply.finish_reason,
-                    "retries": reply.retries,
-                    "time_us": elapsed,
-                },
-            )
-            messages.append(Message("assistant", reply.text, reply.tool_calls))
-            if harness.token_budget is not None and (
-                spend.input_tokens + spend.output_tokens > harness.token_budget
-            ):
-                return Outcome(
-                    terminal="budget-stop",
-                    detail=f"token budget {harness.token_budget} exceeded",
-                ), reply.text
-            if not reply.tool_calls:
-                answer = extract_answer(harness.answer, reply.text)
-                return Outcome(terminal="answer", answer=answer), reply.text
-            for call in reply.tool_calls:
-                if (
-                    harness.tool_call_budget is not None
-                    and spend.tool_calls >= harness.tool_call_budget
-                ):
-                    return Outcome(
-                        terminal="budget-stop",
-                        detail=f"tool-call budget {harness.tool_call_budget} exhausted",
-                    ), None
-                messages.append(self._tool_turn(session, spend, toolbox, authorized, call, turn))
-        return Outcome(
-            terminal="budget-stop", detail=f"max turns {harness.max_turns} reached"
-        ), None
+        answer = extract_answer(spec.harness.answer, text)
+        return Outcome(terminal="answer", answer=answer), text
 
-    @staticmethod
-    def _tool_turn(
-        session: AttemptSession,
-        spend: Spend,
-        toolbox: Toolbox,
-        authorized: frozenset[str],
-        call: ToolCall,
-        turn: int,
-    ) -> Message:
-        result = toolbox.call(call, authorized=authorized)
-        elapsed = int(result.elapsed_s * 1e6)
-        spend.tool_calls += 1
-        spend.tool_time_us += elapsed
-        if not result.ok:
-            spend.tool_errors += 1
-        session.event(
-            "tool_result",
-            {
-                "turn": turn,
-                "call_id": call.id,
-                "name": call.name,
-                "ok": result.ok,
-                "error": result.error,
-                "content": result.content,
-                "time_us": elapsed,
-            },
-        )
-        return Message("tool", result.content, tool_call_id=call.id)
+    def _resolved_loop(self, harness: Harness) -> ResolvedLoop:
+        """The harness's loop, resolved once per harness object this runner sees."""
+        held = self._loops.get(id(harness))
+        if held is not None and held[0] is harness:
+            return held[1]
+        loop = resolve_loop(harness.loop, where=f"harness {harness.name}.loop")
+        if len(self._loops) >= 64:
+            self._loops.clear()
+        self._loops[id(harness)] = (harness, loop)
+        return loop

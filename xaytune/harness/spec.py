@@ -12,9 +12,11 @@ from xaytune.core._frozen import share_fields_set
 from xaytune.core._ids import is_valid_id
 from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
 from xaytune.core.domain.benchmark import BenchmarkSuite, Task
+from xaytune.core.errors import ExecutionError
 from xaytune.core.harness_evaluation import TaskBinding
 from xaytune.harness._answer import AnswerExtraction
 from xaytune.models._protocol import ModelIdentity
+from xaytune.plugins import CodeIdentity, PartRef
 
 __all__ = [
     "SPEC_SCHEMA",
@@ -40,6 +42,12 @@ class Harness(BaseModel):
     ``model_retries`` transient model failures are retried per turn;
     ``attempts_per_task`` attempts are made for a task whose attempt ends without
     an outcome (partial).
+
+    Parts: ``tools`` and ``loop`` name a part each (a built-in or registered name, a
+    dotted path, or ``{_target_: path, param: value}``); ``tool_timeout_s`` bounds one
+    tool call. ``parts`` holds the code identity of every resolved part (filled in by
+    :func:`xaytune.harness.parts.resolve_harness`): it is in the fingerprint, so
+    changing a tool's or the loop's code changes the harness.
     """
 
     model_config = _FROZEN
@@ -47,7 +55,8 @@ class Harness(BaseModel):
     name: str
     system_prompt: str
     user_prompt: str = "{question}"
-    tools: tuple[str, ...] = ()
+    tools: tuple[str | PartRef, ...] = ()
+    loop: str | PartRef = "tool-loop"
     max_turns: int = Field(default=8, ge=1)
     token_budget: int | None = Field(default=None, ge=1)
     tool_call_budget: int | None = Field(default=None, ge=0)
@@ -56,14 +65,44 @@ class Harness(BaseModel):
     model_retries: int = Field(default=2, ge=0)
     attempts_per_task: int = Field(default=1, ge=1)
     answer: AnswerExtraction = AnswerExtraction()
+    tool_timeout_s: float = Field(default=60.0, gt=0, le=86_400)
+    parts: tuple[CodeIdentity, ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> Harness:
         if not is_valid_id(self.name):
             raise ValueError(f"harness name {self.name!r} is not a valid id")
-        if len(set(self.tools)) != len(self.tools):
+        refs = [tool if isinstance(tool, str) else tool.model_dump_json() for tool in self.tools]
+        if len(set(refs)) != len(refs):
             raise ValueError(f"harness {self.name}: a tool is requested twice")
+        if self.parts:
+            kinds = [part.kind for part in self.parts]
+            if kinds.count("tool") != len(self.tools) or kinds.count("loop") != 1:
+                raise ValueError(f"harness {self.name}: parts must identify each tool and the loop")
+            names = [part.name for part in self.parts if part.kind == "tool"]
+            if len(set(names)) != len(names):
+                raise ValueError(f"harness {self.name}: two tools are named alike ({names})")
         return self
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The names the model sees for ``tools``, in order.
+
+        From ``parts`` once resolved; before that a tool given by plain name is its
+        own name, and one given by path or with params is refused (``unresolved-part``).
+        """
+        if self.parts:
+            return tuple(part.name for part in self.parts if part.kind == "tool")
+        names = []
+        for tool in self.tools:
+            if not isinstance(tool, str) or "." in tool or ":" in tool:
+                raise ExecutionError(
+                    "unresolved-part",
+                    f"harness {self.name}: tool {tool!r} is named by path or with params; "
+                    "resolve the harness first (xaytune.harness.resolve_harness)",
+                )
+            names.append(tool)
+        return tuple(names)
 
     @property
     def fingerprint(self) -> str:

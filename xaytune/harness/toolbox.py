@@ -1,13 +1,41 @@
 """Tools the agent loop may call, and the toolbox that calls them safely.
 
-A :class:`Toolbox` is immutable: ``register`` returns a new one. ``call`` never
-raises for model misuse: an unauthorized or unknown tool, malformed arguments and a
-tool-level failure all come back as a :class:`ToolResult` with ``ok=False``, an
-``error`` word and a ``content`` starting with ``"error: "`` that the model sees. A
-tool raising anything other than :class:`ToolError` is a bug and propagates.
+A :class:`Toolbox` is immutable: ``register`` returns a new one. ``acall`` (the
+runner's path: async, with a per-call timeout) and ``call`` (synchronous, inline, no
+timeout) never raise for what a model or a tool does. Each check below gives a
+:class:`ToolResult` with ``ok=False``, an ``error`` word and a ``content`` starting
+with ``"error: "`` that the model sees, in this order:
 
-Argument checking supports a small JSON-schema subset, checked at ``register`` time
-(anything else is refused with reason ``unsupported-schema``):
+- ``unauthorized-tool``: a name the harness did not grant (whether or not it exists);
+- ``unknown-tool``: a granted name the toolbox does not hold;
+- ``bad-arguments``: arguments that are not a JSON object or that the tool's checks
+  refuse (``error: bad arguments for 'x': <one-line problem>``);
+- ``tool-error``: the tool raised :class:`ToolError` (``error: <its message>``) or
+  any other exception (``error: <ExceptionType>: <first line of its message>``), or
+  returned something other than a ``str`` (``error: tool 'x' returned int, not a
+  string``). A tool's bug is something the model sees and the spend counts as a
+  tool error, never a crash of the attempt;
+- ``tool-timeout``: ``acall`` only (``error: tool 'x' timed out after N s``).
+
+How ``acall`` runs ``invoke``: an ``async def`` one is awaited under the timeout; a
+synchronous one runs on the event loop when the tool declares ``inline = True``
+(fast and bounded, like the calculator; no timeout applies) and otherwise in a
+daemon worker thread awaited under the timeout, so a blocking tool cannot stall the
+loop. A thread cannot be killed: a timed-out one is abandoned and its result
+dropped. It is a daemon thread of its own rather than ``asyncio.to_thread`` because
+``asyncio.run`` waits for the default executor's threads on exit, so one hung tool
+would hold up the end of the run.
+
+Identity: each tool's :class:`~xaytune.plugins.CodeIdentity` (dotted path, version,
+sha256 of its module's source) is computed at registration; :attr:`Toolbox.version`
+covers it, so changing a tool's code changes the toolbox version.
+
+Arguments must be a JSON object with no duplicate keys and no NaN/Infinity. A tool
+with a ``check_arguments`` method checks them itself (see :class:`Tool`;
+:class:`FunctionTool` does, with pydantic) and its ``parameters`` need only be an
+object schema made of JSON data. For any other tool the toolbox checks a small
+JSON-schema subset, checked at registration (anything else is refused with reason
+``unsupported-schema``):
 
 - ``type``: one of ``object``, ``array``, ``string``, ``integer``, ``number``,
   ``boolean`` (a single word; absent means any JSON value; the top level must be
@@ -18,34 +46,49 @@ Argument checking supports a small JSON-schema subset, checked at ``register`` t
 - ``items`` (one schema for every element) on arrays;
 - ``description`` and ``title`` anywhere (annotations, not checked).
 
-Arguments must be a JSON object with no duplicate keys and no NaN/Infinity.
+Refusals when a toolbox is built (:class:`~xaytune.core.errors.ExecutionError`):
+``not-a-tool``, ``invalid-tool-name``, ``invalid-tool``, ``unsupported-schema``,
+``duplicate-tool``; a tool whose source cannot be read is ``no-source``
+(:class:`~xaytune.core.errors.PluginError`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import copy
+import functools
+import inspect
 import json
+import math
 import re
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from xaytune.core.canonical import fingerprint
-from xaytune.core.errors import ExecutionError, XaytuneError
+from xaytune.core.canonical import fingerprint, to_plain
+from xaytune.core.errors import ExecutionError, FingerprintError, XaytuneError
 from xaytune.harness._calculator import MAX_EXPRESSION_CHARS, CalculatorError, evaluate
 from xaytune.models._protocol import ToolCall, ToolSchema
+from xaytune.plugins import CodeIdentity, code_identity
 
 __all__ = [
     "CalculatorTool",
+    "FunctionTool",
     "Tool",
     "ToolError",
     "ToolErrorWord",
     "ToolResult",
     "Toolbox",
+    "as_tool",
 ]
 
-ToolErrorWord = Literal["unauthorized-tool", "unknown-tool", "bad-arguments", "tool-error"]
+ToolErrorWord = Literal[
+    "unauthorized-tool", "unknown-tool", "bad-arguments", "tool-error", "tool-timeout"
+]
 
 # The function-name rule of OpenAI-compatible endpoints: a name outside it is
 # rejected by the provider, so it is refused here, before any run.
@@ -54,11 +97,21 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 @runtime_checkable
 class Tool(Protocol):
-    """A synchronous tool: a name, a JSON-schema of its arguments, and ``invoke``.
+    """A tool: a name, a JSON-schema of its arguments, and ``invoke``.
 
-    ``invoke`` receives arguments already checked against ``parameters`` and returns
-    the text the model sees; it raises :class:`ToolError` for a tool-level failure.
-    ``version`` changes whenever the tool's behaviour does.
+    ``invoke`` receives arguments already checked and returns the text the model
+    sees; it may be ``async def``. It raises :class:`ToolError` for a tool-level
+    failure. ``version`` changes whenever the tool's behaviour does.
+
+    Optional members, read once at registration:
+
+    - ``check_arguments(arguments: dict) -> dict | str``: the tool checks its own
+      arguments and returns the ones to invoke with, or a one-line problem (the model
+      sees ``bad-arguments``); the toolbox's schema-subset checker is then not used.
+    - ``inline: bool`` (default false): a synchronous ``invoke`` that is fast and
+      bounded runs on the event loop in ``acall``, without a timeout.
+    - ``__wrapped__``: the function a wrapper tool runs; the tool's code identity is
+      taken from it rather than from the wrapper's class.
     """
 
     name: str
@@ -66,7 +119,7 @@ class Tool(Protocol):
     parameters: dict[str, Any]
     version: str
 
-    def invoke(self, arguments: dict[str, Any]) -> str: ...
+    def invoke(self, arguments: dict[str, Any]) -> str | Awaitable[str]: ...
 
 
 class ToolError(XaytuneError):
@@ -103,6 +156,7 @@ class CalculatorTool:
         "functions. Example: (17 * 25 - 38) / 3"
     )
     version = "1"
+    inline = True  # bounded input and exponent: fast enough for the event loop
 
     def __init__(self) -> None:
         self.parameters: dict[str, Any] = {
@@ -132,7 +186,7 @@ class CalculatorTool:
 
 
 class Toolbox:
-    """An immutable set of tools by name; ``call`` runs one model tool call."""
+    """An immutable set of tools by name; ``acall`` runs one model tool call."""
 
     __slots__ = ("_entries", "_version")
 
@@ -169,27 +223,94 @@ class Toolbox:
 
     @property
     def version(self) -> str:
-        """Fingerprint over every tool's name, version, description and parameters.
+        """Fingerprint over every tool's name, version, description, parameters and code.
 
-        It enters the declared execution facets (C4): a schema or version change of
-        any tool changes it. The description is included because the model reads it.
+        It enters the declared execution facets (C4): a schema, version or code change
+        of any tool changes it (code: the identity's ``target`` and ``source_sha256``).
+        The description is included because the model reads it.
         """
         return self._version
 
     def schemas(self, names: Iterable[str]) -> tuple[ToolSchema, ...]:
         """The schemas of ``names``, in the given order, as offered to the model."""
-        schemas = []
+        return tuple(
+            ToolSchema(entry.name, entry.description, copy.deepcopy(entry.parameters))
+            for entry in self._lookup(names)
+        )
+
+    def identities(self, names: Iterable[str]) -> tuple[CodeIdentity, ...]:
+        """The code identities of ``names``, in the given order (``unknown-tool``)."""
+        return tuple(entry.identity for entry in self._lookup(names))
+
+    def call(self, call: ToolCall, *, authorized: frozenset[str]) -> ToolResult:
+        """Run ``call`` synchronously: inline, without a timeout (see :meth:`acall`).
+
+        An ``async def`` tool is run to completion with ``asyncio.run``; inside a
+        running event loop that cannot be done and is refused (``async-tool``).
+        """
+        admitted = self._admit(call, authorized)
+        if isinstance(admitted, ToolResult):
+            return admitted
+        entry, arguments = admitted
+        if entry.asynchronous and _loop_running():
+            raise ExecutionError(
+                "async-tool", f"tool {entry.name!r} is async: inside an event loop use acall"
+            )
+        started = time.perf_counter()
+        try:
+            content = entry.tool.invoke(arguments)
+            if entry.asynchronous:
+                content = asyncio.run(content)
+        except Exception as error:
+            return _failed(call, error, time.perf_counter() - started)
+        return _answered(call, content, time.perf_counter() - started)
+
+    async def acall(
+        self, call: ToolCall, *, authorized: frozenset[str], timeout_s: float | None
+    ) -> ToolResult:
+        """Run ``call`` without blocking the event loop, bounded by ``timeout_s`` seconds.
+
+        Same checks, in the same order, as :meth:`call`; ``None`` means no timeout. A
+        ``timeout_s`` that is not a positive number is refused (``invalid-timeout``).
+        """
+        _check_timeout(timeout_s)
+        admitted = self._admit(call, authorized)
+        if isinstance(admitted, ToolResult):
+            return admitted
+        entry, arguments = admitted
+        deadline = asyncio.timeout(timeout_s)
+        started = time.perf_counter()
+        try:
+            async with deadline:
+                if entry.asynchronous:
+                    content = await entry.tool.invoke(arguments)
+                elif entry.inline:
+                    content = entry.tool.invoke(arguments)
+                else:
+                    content = await _in_daemon_thread(entry.tool.invoke, arguments)
+        except TimeoutError as error:
+            elapsed = time.perf_counter() - started
+            if not deadline.expired():  # the tool's own TimeoutError: a tool failure
+                return _failed(call, error, elapsed)
+            message = f"error: tool {call.name!r} timed out after {timeout_s:g} s"
+            return ToolResult(call.id, call.name, message, False, "tool-timeout", elapsed)
+        except Exception as error:
+            return _failed(call, error, time.perf_counter() - started)
+        return _answered(call, content, time.perf_counter() - started)
+
+    def _lookup(self, names: Iterable[str]) -> list[_Entry]:
+        entries = []
         for name in names:
             entry = self._entries.get(name)
             if entry is None:
                 raise ExecutionError("unknown-tool", f"tool {name!r} is not in the toolbox")
-            schemas.append(
-                ToolSchema(entry.name, entry.description, copy.deepcopy(entry.parameters))
-            )
-        return tuple(schemas)
+            entries.append(entry)
+        return entries
 
-    def call(self, call: ToolCall, *, authorized: frozenset[str]) -> ToolResult:
-        """Run ``call``; model misuse and tool failures become an error result.
+    def _admit(
+        self, call: ToolCall, authorized: frozenset[str]
+    ) -> tuple[_Entry, dict[str, Any]] | ToolResult:
+        """The entry and checked arguments of ``call``, or the result refusing it.
 
         Authorization is checked first, so a name the harness did not grant gets the
         same answer whether or not the toolbox holds it.
@@ -202,22 +323,17 @@ class Toolbox:
             return _refused(call, "unknown-tool", f"tool {name!r} does not exist")
         arguments, problem = _parse_arguments(call.arguments)
         if problem is None:
-            problem = _violation(entry.checker, arguments, "arguments")
-        if problem is not None:
-            return _refused(call, "bad-arguments", f"bad arguments for {name!r}: {problem}")
-        started = time.perf_counter()
-        try:
-            content = entry.tool.invoke(arguments)
-        except ToolError as err:
-            elapsed = time.perf_counter() - started
-            return ToolResult(call.id, name, f"error: {err.detail}", False, "tool-error", elapsed)
-        elapsed = time.perf_counter() - started
-        if not isinstance(content, str):
-            raise ExecutionError(
-                "bad-tool-result",
-                f"tool {name!r} returned {type(content).__name__}, not a string",
-            )
-        return ToolResult(call.id, name, content, True, None, elapsed)
+            try:
+                checked = entry.check(arguments)
+                if not isinstance(checked, dict | str):
+                    kind = type(checked).__name__
+                    raise TypeError(f"check_arguments returned {kind}, not a dict or a string")
+            except Exception as error:  # a bug in the tool's own checks
+                return _failed(call, error, 0.0)
+            if isinstance(checked, dict):
+                return entry, checked
+            problem = " ".join(checked.split())
+        return _refused(call, "bad-arguments", f"bad arguments for {name!r}: {problem}")
 
     def __repr__(self) -> str:
         return f"Toolbox({sorted(self._entries)})"
@@ -225,6 +341,75 @@ class Toolbox:
 
 def _refused(call: ToolCall, error: ToolErrorWord, message: str) -> ToolResult:
     return ToolResult(call.id, call.name, f"error: {message}", False, error, 0.0)
+
+
+def _failed(call: ToolCall, error: Exception, elapsed: float) -> ToolResult:
+    text = error.detail if isinstance(error, ToolError) else _error_text(error)
+    return ToolResult(call.id, call.name, f"error: {text}", False, "tool-error", elapsed)
+
+
+def _answered(call: ToolCall, content: Any, elapsed: float) -> ToolResult:
+    if not isinstance(content, str):
+        message = f"error: tool {call.name!r} returned {type(content).__name__}, not a string"
+        return ToolResult(call.id, call.name, message, False, "tool-error", elapsed)
+    return ToolResult(call.id, call.name, content, True, None, elapsed)
+
+
+def _error_text(error: BaseException) -> str:
+    """``ExceptionType: first line of its message`` (just the type when it has none)."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def _check_timeout(timeout_s: float | None) -> None:
+    if timeout_s is None:
+        return
+    if (
+        isinstance(timeout_s, bool)
+        or not isinstance(timeout_s, int | float)
+        or not math.isfinite(timeout_s)
+        or timeout_s <= 0
+    ):
+        raise ExecutionError(
+            "invalid-timeout", f"timeout_s must be a positive number or None, not {timeout_s!r}"
+        )
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+async def _in_daemon_thread(invoke: Callable[[dict[str, Any]], Any], arguments: Any) -> Any:
+    """``invoke(arguments)`` in a daemon thread of its own, awaited on this loop."""
+    loop = asyncio.get_running_loop()
+    outcome: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()  # as asyncio.to_thread does
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if outcome.done():  # cancelled: the call timed out and nobody waits
+            return
+        if error is None:
+            outcome.set_result(value)
+        else:
+            outcome.set_exception(error)
+
+    def work() -> None:
+        value, error = None, None
+        try:
+            value = context.run(invoke, arguments)
+        except StopIteration as stop:  # a future cannot hold it (PEP 479 turns it so too)
+            error = RuntimeError(f"tool raised StopIteration: {stop}")
+        except BaseException as raised:
+            error = raised
+        with contextlib.suppress(RuntimeError):  # a closed loop: the result has no reader
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name="xaytune-tool", daemon=True).start()
+    return await outcome
 
 
 # ---------------------------------------------------------------- registration
@@ -243,14 +428,21 @@ class _Check:
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    """A registered tool with a snapshot of its schema taken at registration."""
+    """A registered tool with a snapshot of its schema and identity taken at registration.
+
+    ``check`` returns the arguments to invoke with or a one-line problem; for a tool
+    without ``check_arguments`` it is the compiled schema subset.
+    """
 
     tool: Tool
     name: str
     description: str
     version: str
     parameters: dict[str, Any]
-    checker: _Check
+    check: Callable[[dict[str, Any]], dict[str, Any] | str]
+    asynchronous: bool
+    inline: bool
+    identity: CodeIdentity
 
     @classmethod
     def of(cls, tool: Tool) -> _Entry:
@@ -264,6 +456,9 @@ class _Entry:
         for field in ("description", "version"):
             if not isinstance(getattr(tool, field), str):
                 raise ExecutionError("invalid-tool", f"tool {name!r}: {field} must be a string")
+        inline = getattr(tool, "inline", False)
+        if not isinstance(inline, bool):
+            raise ExecutionError("invalid-tool", f"tool {name!r}: inline must be a boolean")
         # Snapshot: a later mutation of tool.parameters cannot desynchronise the
         # checker, the offered schema and the toolbox version.
         parameters = copy.deepcopy(tool.parameters)
@@ -271,8 +466,23 @@ class _Entry:
             raise ExecutionError(
                 "unsupported-schema", f"tool {name!r}: parameters must be an object schema"
             )
-        checker = _compile(parameters, f"tool {name!r} parameters")
-        return cls(tool, name, tool.description, tool.version, parameters, checker)
+        return cls(
+            tool,
+            name,
+            tool.description,
+            tool.version,
+            parameters,
+            _checker(tool, parameters),
+            inspect.iscoroutinefunction(tool.invoke),
+            inline,
+            code_identity(
+                "tool",
+                name,
+                getattr(tool, "__wrapped__", tool),
+                version=tool.version,
+                where=f"tool {name!r}",
+            ),
+        )
 
     def facet(self) -> dict[str, Any]:
         return {
@@ -280,7 +490,23 @@ class _Entry:
             "version": self.version,
             "description": self.description,
             "parameters": self.parameters,
+            "target": self.identity.target,
+            "source_sha256": self.identity.source_sha256,
         }
+
+
+def _checker(tool: Tool, parameters: dict[str, Any]) -> Callable[[dict[str, Any]], Any]:
+    where = f"tool {tool.name!r} parameters"
+    own = getattr(tool, "check_arguments", None)
+    if own is None:
+        return functools.partial(_subset_check, _compile(parameters, where))
+    if not callable(own):
+        raise ExecutionError("invalid-tool", f"tool {tool.name!r}: check_arguments is not a method")
+    try:  # offered to the model and fingerprinted: it must be JSON data
+        to_plain(parameters, where=where)
+    except FingerprintError as error:
+        raise ExecutionError("unsupported-schema", f"{where}: {error}") from None
+    return own  # type: ignore[no-any-return]
 
 
 _TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean"})
@@ -372,6 +598,11 @@ def _json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
+def _subset_check(check: _Check, arguments: dict[str, Any]) -> dict[str, Any] | str:
+    problem = _violation(check, arguments, "arguments")
+    return arguments if problem is None else problem
+
+
 def _violation(check: _Check, value: Any, path: str) -> str | None:
     """The first way ``value`` breaks ``check``, or None. Cheap: no allocation on success."""
     kind = check.type
@@ -398,3 +629,8 @@ def _violation(check: _Check, value: Any, path: str) -> str | None:
             if problem is not None:
                 return problem
     return None
+
+
+# Re-exported from here (the public path); imported last because it builds on the
+# names above.
+from xaytune.harness._function_tool import FunctionTool, as_tool  # noqa: E402

@@ -41,6 +41,8 @@ _PROSE = (
     "The final result is {value}.",
 )
 _CALCULATOR_PROSE = "Using the calculator for each step, the result is {value}."
+_CHECKED = "Checking each step again, the result is {value}."
+_PLAN = "Plan:"
 _MALFORMED_JUDGEMENT = "The candidate's answer seems reasonable overall."
 _GRADER = "You are a grader"
 _SCALE_RE = re.compile(r"SCORE:\s*<integer from (-?\d+) to (-?\d+)>")
@@ -129,6 +131,12 @@ class SimulatedModel:
     * format: the final text ends with ``ANSWER: <value>`` only if a system or user
       message contains ``ANSWER:``; otherwise the answer is the last number of a prose
       sentence;
+    * loops: when the last message is a user follow-up (after the question) that
+      asks for a "plan" and nothing was answered yet, it replies with a numbered plan
+      of the question's steps (``Plan:`` first); a plan in the conversation halves the
+      slip rate of later mental steps. A follow-up asking to "check" an answer already
+      given redoes the arithmetic with the slip rate halved again (a calculator user
+      gives its calculator result again);
     * judge: with "You are a grader" in a system message it replies ``SCORE: n`` (see
       :meth:`_judge`); ``judge_malformed_rate`` of replies are unparsable;
     * failures: ``transient_error_rate`` of calls raise ``TransientModelError``; an
@@ -280,13 +288,37 @@ class SimulatedModel:
             return _UNKNOWN, ()
         at, steps = found
         marker = "ANSWER:" in instructions
+        later = messages[at + 1 :]
+        follow_up = (later[-1].content or "").lower() if later and later[-1].role == "user" else ""
+        answered = any(m.role == "assistant" and m.tool_calls == () for m in later)
+        if "plan" in follow_up and not answered:
+            return self._plan(steps), ()
         if any(t.name == "calculator" for t in tools) and "calculator" in instructions.lower():
             return self._with_calculator(messages, at, steps, key, marker)
+        # A plan in the conversation, and a request to check an answer given, each halve
+        # the slip rate of the mental arithmetic that follows.
+        care = 1.0
+        if any(m.role == "assistant" and (m.content or "").startswith(_PLAN) for m in later):
+            care *= 0.5
+        checking = "check" in follow_up and answered
+        if checking:
+            care *= 0.5
         value = steps[0].operand
         for k, step in enumerate(steps[1:], start=1):
-            value = self._mental_step(value, step, k, key)
-        template = _PROSE[int(_unit(key, b"prose") * len(_PROSE))]
+            value = self._mental_step(value, step, k, key, care=care)
+        template = _CHECKED if checking else _PROSE[int(_unit(key, b"prose") * len(_PROSE))]
         return self._final(template, value, marker), ()
+
+    @staticmethod
+    def _plan(steps: tuple[Step, ...]) -> str:
+        """A numbered plan of the question's steps (no arithmetic done)."""
+        names = {"+": "Add", "-": "Subtract", "*": "Multiply by", "/": "Divide by"}
+        lines = [f"{_PLAN}", f"1. Start from {steps[0].operand}."]
+        lines += [
+            f"{k}. {names.get(step.op, step.op)} {step.operand}."
+            for k, step in enumerate(steps[1:], start=2)
+        ]
+        return "\n".join(lines)
 
     def _with_calculator(
         self,
@@ -315,10 +347,11 @@ class SimulatedModel:
             value = result if result is not None else self._mental_step(value, step, k, key)
         return self._final(_CALCULATOR_PROSE, value, marker), ()
 
-    def _mental_step(self, value: int, step: Step, k: int, key: bytes) -> int:
-        """One step done in the head: slips with probability growing with ``k``."""
+    def _mental_step(self, value: int, step: Step, k: int, key: bytes, *, care: float = 1.0) -> int:
+        """One step done in the head: slips with probability growing with ``k``
+        (scaled by ``care``)."""
         exact = _compute(value, step.op, step.operand)
-        chance = min(0.9, self._mental_error_base * (k + 1) / 2)
+        chance = min(0.9, self._mental_error_base * (k + 1) / 2) * care
         label = b"slip:%d" % k
         if _unit(key, label) >= chance:
             return exact

@@ -1,0 +1,154 @@
+"""The experiment's parts, resolved and checked before the first model call.
+
+:func:`resolve_candidates` runs when the config is validated: every candidate's
+tools and loop are imported, instantiated and checked, and each harness gains the
+code identity of its parts (so its fingerprint covers them). :func:`preflight` then
+checks everything else knowable from config before money is spent: the suite opens
+and holds the sample, the model adapter builds, every evaluator binds (its scorer
+resolves), every objective names a catalog metric. A refusal is one line naming the
+config key; nothing has been written yet.
+
+Model adapters: ``model: {_target_: my_pkg.MyModel, param: value}`` names a class
+implementing :class:`xaytune.models.Model`; it is built with the params (checked
+against its ``__init__``), plus ``seed=<replicate seed>`` when its ``__init__`` takes a
+``seed`` the config does not set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+from xaytune.app.config import ExperimentConfig, TargetModelConfig
+from xaytune.core.errors import ConfigError, PluginError, XaytuneError
+from xaytune.harness import Toolbox
+from xaytune.harness.parts import resolve_harness, shared_toolbox
+from xaytune.models import Model, ModelIdentity
+from xaytune.plugins import (
+    CodeIdentity,
+    check_params,
+    code_identity,
+    import_target,
+    lookup,
+    parameters_model,
+)
+
+__all__ = [
+    "build_target_model",
+    "experiment_toolbox",
+    "model_adapter_identity",
+    "part_change",
+    "preflight",
+    "resolve_candidates",
+]
+
+
+def resolve_candidates(cfg: ExperimentConfig) -> ExperimentConfig:
+    """``cfg`` with every candidate's parts resolved (``Harness.parts`` filled in) and
+    one toolbox possible for all of them (``duplicate-tool`` otherwise)."""
+    resolved = {
+        label: resolve_harness(harness, where=f"candidates.{label}")
+        for label, harness in cfg.candidates.items()
+    }
+    shared_toolbox(resolved.values())
+    candidates = {label: item.harness for label, item in resolved.items()}
+    return cfg.model_copy(update={"candidates": candidates})
+
+
+def experiment_toolbox(cfg: ExperimentConfig) -> Toolbox:
+    """One toolbox with the tools of every candidate (the C4 toolbox facet is the
+    same for all of them; each candidate is granted only its own tools)."""
+    return shared_toolbox(
+        resolve_harness(harness, where=f"candidates.{label}")
+        for label, harness in cfg.candidates.items()
+    )
+
+
+def build_target_model(config: TargetModelConfig, *, seed: int) -> Model:
+    """The user's model adapter named by ``model._target_``, built and checked."""
+    where = "model._target_"
+    _, target = lookup("model", config.target, where=where)
+    if not inspect.isclass(target) and not inspect.isfunction(target):
+        raise PluginError("bad-part", f"{where}: {config.target} is not a class or factory")
+    params = dict(config.params)
+    model = parameters_model(target, skip=0, where=where)
+    if "seed" in model.model_fields and "seed" not in params:
+        params["seed"] = seed
+    checked = check_params(model, params, where=where)
+    try:
+        built = target(**checked)
+    except Exception as error:
+        raise PluginError(
+            "bad-part", f"{where}: {config.target}(...) raised {type(error).__name__}: {error}"
+        ) from None
+    identity = getattr(built, "identity", None)
+    complete = getattr(built, "complete", None)
+    if not isinstance(identity, ModelIdentity) or not inspect.iscoroutinefunction(complete):
+        raise PluginError(
+            "bad-part",
+            f"{where}: {config.target} is not a model adapter (an `identity` property giving "
+            "a ModelIdentity and an `async def complete(request)`)",
+        )
+    return built
+
+
+def part_change(recorded: CodeIdentity) -> str | None:
+    """How the code of a part the run recorded differs here, or None when it is the
+    same (what ``verify`` warns about: the evidence is intact, the code is not what
+    produced it)."""
+    where = f"{recorded.kind} {recorded.name!r}"
+    try:
+        current = code_identity(
+            recorded.kind, recorded.name, import_target(recorded.target, where=where), where=where
+        )
+    except XaytuneError as error:
+        return f"{where}: the recorded code ({recorded.target}) cannot be loaded here: {error}"
+    if current.source_sha256 != recorded.source_sha256 or current.version != recorded.version:
+        return (
+            f"{where}: code here differs from the code the run recorded "
+            f"({recorded.source_sha256} v{recorded.version} recorded, "
+            f"{current.source_sha256} v{current.version} here)"
+        )
+    return None
+
+
+def model_adapter_identity(model: Model) -> CodeIdentity:
+    """The code identity of the adapter class behind ``model`` (a C4 facet)."""
+    declared = getattr(type(model), "__xaytune_part__", None)
+    name = declared[1] if isinstance(declared, tuple) else type(model).__name__
+    return code_identity("model", name, model, where="model")
+
+
+def preflight(cfg: ExperimentConfig) -> None:
+    """Check everything knowable from ``cfg`` before any model call (see module doc)."""
+    from xaytune.app.experiment import build_model, configured_evaluation, load_source
+    from xaytune.core.domain.benchmark import SeededSample, record_assignment
+    from xaytune.evaluation.harness import bind_evaluation
+    from xaytune.evaluation.metrics import CATALOG
+
+    known = [definition.key for definition in CATALOG]
+    for index, objective in enumerate(cfg.comparison.objectives):
+        if objective.metric.split("@")[0] not in known:
+            raise ConfigError(
+                "unknown-metric",
+                f"comparison.objectives[{index}].metric: {objective.metric!r} is not a metric "
+                f"of the catalog (one of: {', '.join(known)})",
+            )
+    source = load_source(cfg)
+    record_assignment(source.suite, SeededSample(count=cfg.sampling.count), seed=cfg.job_seeds[0])
+    model = build_model(cfg.model, seed=cfg.job_seeds[0])
+    model_adapter_identity(model)
+    _close(model)
+    for label in sorted(cfg.evaluators):
+        evaluator, spec = configured_evaluation(cfg, source, label)
+        try:
+            bind_evaluation(evaluator, spec)
+        finally:
+            _close(getattr(evaluator, "judge_model", None))
+
+
+def _close(model: Any) -> None:
+    close = getattr(model, "aclose", None)
+    if close is not None and inspect.iscoroutinefunction(close):
+        asyncio.run(close())

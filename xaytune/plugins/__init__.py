@@ -1,0 +1,45 @@
+"""Extension points: one registry and one notion of code identity for every part.
+
+A user writes a plain function or class and registers it with a decorator
+(``@tool``, ``@loop``, ``@scorer``, ``@model_adapter``), an entry point, or names it by
+dotted path in config. Each part resolved for a run has a :class:`CodeIdentity`
+(dotted path, declared version, sha256 of its module's source) that enters the
+fingerprint covering it: the harness (tools, loop), the evaluator (scorer, C3) or
+the execution facets (model adapter, C4).
+"""
+
+from xaytune.plugins._identity import CodeIdentity, PartKind, code_identity, target_path
+from xaytune.plugins._refs import PartRef, part_ref
+from xaytune.plugins._registry import (
+    BUILTINS,
+    ENTRY_POINT_GROUPS,
+    import_target,
+    lookup,
+    loop,
+    model_adapter,
+    register,
+    scorer,
+    tool,
+)
+from xaytune.plugins._signature import check_params, parameters_model, problem_of
+
+__all__ = [
+    "BUILTINS",
+    "ENTRY_POINT_GROUPS",
+    "CodeIdentity",
+    "PartKind",
+    "PartRef",
+    "check_params",
+    "code_identity",
+    "import_target",
+    "lookup",
+    "loop",
+    "model_adapter",
+    "parameters_model",
+    "part_ref",
+    "problem_of",
+    "register",
+    "scorer",
+    "target_path",
+    "tool",
+]

@@ -1,0 +1,96 @@
+"""Code identity: what a part *is*, not only what it is called.
+
+A part's identity is its kind, its name, the dotted path of the object that
+implements it, its declared ``version`` and the sha256 of the source of the module
+that defines it (line endings normalised, so a checkout on another platform gives
+the same digest). The whole module is hashed, not only the object's own lines: a
+helper the tool calls in the same module changes what the tool does, and must change
+its identity (DESIGN: a part that can change a result is identified by its code).
+Code in *other* modules is covered only by the part's declared ``version``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from xaytune.core.errors import PluginError
+
+__all__ = ["CodeIdentity", "PartKind", "code_identity", "target_path"]
+
+PartKind = Literal["tool", "loop", "scorer", "model"]
+
+
+class CodeIdentity(BaseModel):
+    """The pinned identity of one part; enters the fingerprint that covers the part."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: PartKind
+    name: str
+    target: str
+    version: str
+    source_sha256: str
+
+
+def target_path(obj: object) -> str:
+    """``module.qualname`` of a function or class (of an instance: of its class)."""
+    if not (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)):
+        obj = type(obj)
+    module = getattr(obj, "__module__", None) or "?"
+    return f"{module}.{getattr(obj, '__qualname__', getattr(obj, '__name__', '?'))}"
+
+
+_SOURCE_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def _source_digest(obj: object, where: str) -> str:
+    target = obj if inspect.isfunction(obj) or inspect.isclass(obj) else type(obj)
+    target = inspect.unwrap(target) if inspect.isfunction(target) else target
+    module = sys.modules.get(getattr(target, "__module__", "") or "")
+    filename = getattr(module, "__file__", None) if module is not None else None
+    if filename and filename.endswith(".py") and Path(filename).is_file():
+        stat = Path(filename).stat()
+        key = (filename, stat.st_mtime_ns, stat.st_size)
+        digest = _SOURCE_DIGESTS.get(key)
+        if digest is None:
+            data = Path(filename).read_bytes().replace(b"\r\n", b"\n")
+            digest = "sha256:" + hashlib.sha256(data).hexdigest()
+            _SOURCE_DIGESTS[key] = digest
+        return digest
+    try:  # a module without a file (python -c, a notebook): the object's own lines
+        source = inspect.getsource(target)
+    except (OSError, TypeError):
+        raise PluginError(
+            "no-source",
+            f"{where}: the source of {target_path(obj)} cannot be read, so its code "
+            "cannot be identified; define it in a module file",
+        ) from None
+    return "sha256:" + hashlib.sha256(source.replace("\r\n", "\n").encode()).hexdigest()
+
+
+def code_identity(
+    kind: PartKind, name: str, obj: object, *, version: str | None = None, where: str = ""
+) -> CodeIdentity:
+    """The identity of ``obj`` (a function, class or instance) as the part ``name``.
+
+    ``version`` defaults to the version its decorator declared, else the object's
+    ``version`` attribute, else ``"0"``.
+    """
+    declared = version
+    if declared is None:
+        declared = getattr(obj, "__xaytune_version__", None) or getattr(obj, "version", "0")
+    if not isinstance(declared, str):
+        declared = str(declared)
+    return CodeIdentity(
+        kind=kind,
+        name=name,
+        target=target_path(obj),
+        version=declared,
+        source_sha256=_source_digest(obj, where or f"{kind} {name!r}"),
+    )
