@@ -308,3 +308,69 @@ def test_latency_is_awaited_so_calls_overlap():
     replies = asyncio.run(many())
     assert len(replies) == 20
     assert time.perf_counter() - started < 1.0  # 20 sequential calls would take 2 s
+
+
+# -- playing the built-in loops (plan-then-act, self-check) ---------------------------
+
+PLAN = "Before solving, write a short numbered plan of the steps you will take."
+CHECK = "Check your answer against the question, step by step. Reply in the same format."
+SYSTEM = "Solve the problem step by step in your head. End with a final line ANSWER: <number>."
+
+
+def follow_ups(model: SimulatedModel, question: str, key: str, *, mode: str) -> str:
+    """The final text of a tool-free plan-then-act or self-check exchange."""
+    messages = [Message("system", SYSTEM), Message("user", question)]
+    if mode == "plan":
+        messages.append(Message("user", PLAN))
+        plan = complete(model, ModelRequest(messages=tuple(messages), sampling_key=f"{key}:0"))
+        messages += [Message("assistant", plan.text), Message("user", "Now carry out your plan.")]
+    else:
+        first = complete(model, ModelRequest(messages=tuple(messages), sampling_key=f"{key}:0"))
+        messages += [Message("assistant", first.text), Message("user", CHECK)]
+    return complete(model, ModelRequest(messages=tuple(messages), sampling_key=f"{key}:1")).text
+
+
+def test_a_plan_request_gets_a_numbered_plan_of_the_steps_and_no_answer():
+    model = SimulatedModel(seed=3)
+    task = next(t for t in TASKS if t["metadata"]["operations"] == 3)
+    messages = (Message("system", SYSTEM), Message("user", task["input"]["question"]))
+    reply = complete(model, ModelRequest(messages=(*messages, Message("user", PLAN))))
+    lines = reply.text.splitlines()
+    assert lines[0] == "Plan:" and len(lines) == 1 + 4  # start + three operations
+    assert lines[1].startswith("1. Start from ") and "ANSWER" not in reply.text
+
+
+def test_a_check_request_restates_the_answer_in_the_asked_format():
+    model = SimulatedModel(seed=3, mental_error_base=0.0)
+    task = TASKS[0]
+    text = follow_ups(model, task["input"]["question"], "k", mode="check")
+    assert text.startswith("Checking each step again") and text.endswith(
+        f"ANSWER: {ANSWERS[task['id']]}"
+    )
+
+
+def designed_accuracy(care: float, base: float = 0.08) -> float:
+    """The mean over the suite of prod_k (1 - care * base * (k + 1) / 2), k = 1..n."""
+    total = 0.0
+    for task in TASKS:
+        p = 1.0
+        for k in range(1, task["metadata"]["operations"] + 1):
+            p *= 1 - min(0.9, base * (k + 1) / 2) * care
+        total += p
+    return total / len(TASKS)
+
+
+@pytest.mark.parametrize(("mode", "care"), [("plan", 0.5), ("check", 0.5)])
+def test_planning_and_checking_cut_slips_as_designed_and_deterministically(mode, care):
+    model = SimulatedModel(seed=101)
+    right = 0
+    for task in TASKS:
+        text = follow_ups(model, task["input"]["question"], task["id"], mode=mode)
+        assert text == follow_ups(model, task["input"]["question"], task["id"], mode=mode)
+        right += last_number(text) == ANSWERS[task["id"]]
+    plain = mental_accuracy(model, replicates=1)
+    plain_mean = sum(plain[t["metadata"]["operations"]] for t in TASKS) / len(TASKS)
+    measured = right / len(TASKS)
+    # 240 tasks: one binomial standard error is about 0.02 at these rates.
+    assert abs(measured - designed_accuracy(care)) < 0.07
+    assert measured > plain_mean

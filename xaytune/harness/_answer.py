@@ -33,7 +33,11 @@ class AnswerExtraction(BaseModel):
         if self.kind == "regex":
             if not self.pattern:
                 raise ValueError("answer.kind 'regex' needs answer.pattern")
-            if re.compile(self.pattern).groups < 1:
+            try:
+                groups = re.compile(self.pattern).groups
+            except re.error as error:  # a config mistake: one line, not a traceback
+                raise ValueError(f"answer.pattern is not a regular expression ({error})") from None
+            if groups < 1:
                 raise ValueError("answer.pattern needs one capture group")
         return self
 

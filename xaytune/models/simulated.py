@@ -135,8 +135,8 @@ class SimulatedModel:
       asks for a "plan" and nothing was answered yet, it replies with a numbered plan
       of the question's steps (``Plan:`` first); a plan in the conversation halves the
       slip rate of later mental steps. A follow-up asking to "check" an answer already
-      given redoes the arithmetic with the slip rate halved again (a calculator user
-      gives its calculator result again);
+      given redoes the arithmetic with the slip rate halved (halved once more after a
+      plan); a calculator user gives its calculator result again;
     * judge: with "You are a grader" in a system message it replies ``SCORE: n`` (see
       :meth:`_judge`); ``judge_malformed_rate`` of replies are unparsable;
     * failures: ``transient_error_rate`` of calls raise ``TransientModelError``; an

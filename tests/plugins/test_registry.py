@@ -1,0 +1,204 @@
+"""The registry and code identity: names, paths, entry points, source digests."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+
+from xaytune.core.errors import PluginError
+from xaytune.harness import Harness
+from xaytune.harness.parts import resolve_harness, shared_toolbox
+from xaytune.plugins import (
+    BUILTINS,
+    PartRef,
+    code_identity,
+    import_target,
+    lookup,
+    register,
+    tool,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def module_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory on sys.path for modules a test writes (no bytecode left behind)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    return tmp_path
+
+
+def write_module(directory: Path, name: str, source: str) -> types.ModuleType:
+    path = directory / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    sys.modules.pop(name, None)
+    importlib.invalidate_caches()
+    return importlib.import_module(name)
+
+
+def test_part_refs_read_strings_target_and_name_mappings() -> None:
+    assert PartRef.model_validate("calculator") == PartRef(ref="calculator")
+    assert PartRef.model_validate({"_target_": "a.b", "k": 1}) == PartRef(
+        ref="a.b", params={"k": 1}
+    )
+    assert PartRef.model_validate(
+        {"name": "self-check", "params": {"check_prompt": "x"}}
+    ) == PartRef(ref="self-check", params={"check_prompt": "x"})
+    with pytest.raises(ValueError):
+        PartRef.model_validate({"_target_": " "})
+
+
+def test_every_builtin_name_resolves() -> None:
+    for kind, names in BUILTINS.items():
+        for name in names:
+            assert lookup(kind, name, where="t")[0] == name
+
+
+def test_lookup_refusals_name_the_key() -> None:
+    with pytest.raises(PluginError) as caught:
+        lookup("tool", "no-such-tool", where="candidates.a.tools[0]")
+    assert caught.value.reason == "unknown-part"
+    assert "candidates.a.tools[0]" in str(caught.value) and "calculator" in str(caught.value)
+    with pytest.raises(PluginError) as caught:
+        import_target("xaytune.harness.toolbox:NoSuchThing", where="k")
+    assert caught.value.reason == "unknown-part"
+
+
+def test_a_module_that_raises_on_import_is_import_failed(module_dir: Path) -> None:
+    (module_dir / "raises_on_import.py").write_text("import json\nVALUE = json.loads('{')\n")
+    with pytest.raises(PluginError) as caught:
+        lookup("tool", "raises_on_import.VALUE", where="candidates.b.tools[1]")
+    assert caught.value.reason == "import-failed"
+    assert "JSONDecodeError" in str(caught.value) and "\n" not in str(caught.value)
+    # A missing module *inside* the user's module is its import failing, not an unknown path.
+    (module_dir / "needs_missing.py").write_text("import no_such_dependency_xyz\nX = 1\n")
+    with pytest.raises(PluginError) as caught:
+        import_target("needs_missing.X", where="k")
+    assert caught.value.reason == "import-failed" and "no_such_dependency_xyz" in str(caught.value)
+
+
+def test_colon_and_dotted_paths_find_the_same_object() -> None:
+    by_dots = import_target("xaytune.harness.loops.tool_loop", where="k")
+    by_colon = import_target("xaytune.harness.loops:tool_loop", where="k")
+    assert by_dots is by_colon
+
+
+def test_registering_a_second_object_under_a_name_is_refused() -> None:
+    @tool(name="reg-test-unique", version="3")
+    def first(x: int) -> str:
+        return str(x)
+
+    assert lookup("tool", "reg-test-unique", where="k") == ("reg-test-unique", first)
+    assert first.__xaytune_version__ == "3"
+    register("tool", "reg-test-unique", first)  # the same object again: harmless
+
+    def second(x: int) -> str:
+        return str(x)
+
+    with pytest.raises(PluginError) as caught:
+        register("tool", "reg-test-unique", second)
+    assert caught.value.reason == "duplicate-part"
+    with pytest.raises(PluginError) as caught:
+        register("loop", "self-check", second)
+    assert caught.value.reason == "duplicate-part"
+
+
+def test_entry_points_of_installed_packages_register_names(module_dir: Path) -> None:
+    write_module(module_dir, "ep_tools", "def ep_echo(text: str) -> str:\n    return text\n")
+    dist = module_dir / "ep_tools_pkg-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ep-tools-pkg\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[xaytune.tools]\nep_echo = ep_tools:ep_echo\n")
+    name, target = lookup("tool", "ep_echo", where="k")
+    assert name == "ep_echo" and target.__module__ == "ep_tools"
+
+
+def test_identity_is_the_sha256_of_the_module_source_with_lf_endings(module_dir: Path) -> None:
+    source = "def f(x: int) -> str:\r\n    return str(x)\r\n"
+    (module_dir / "crlf_tool.py").write_bytes(source.encode())
+    module = importlib.import_module("crlf_tool")
+    identity = code_identity("tool", "f", module.f)
+    expected = hashlib.sha256(source.replace("\r\n", "\n").encode()).hexdigest()
+    assert identity.source_sha256 == f"sha256:{expected}"
+    assert (identity.target, identity.version) == ("crlf_tool.f", "0")
+
+
+def test_code_without_a_source_file_cannot_be_identified() -> None:
+    module = types.ModuleType("in_memory_parts")
+    exec("def f(x: int) -> str:\n    return str(x)\n", module.__dict__)
+    with pytest.raises(PluginError) as caught:
+        code_identity("tool", "f", module.f)
+    assert caught.value.reason == "no-source"
+
+
+def test_changing_a_user_tool_changes_the_harness_fingerprint(module_dir: Path) -> None:
+    body = (
+        'def convert(value: float) -> str:\n    """Metres to feet."""\n'
+        "    return str(value * {k})\n"
+    )
+    write_module(module_dir, "user_convert", body.format(k=3.28084))
+    harness = Harness(name="h", system_prompt="s", tools=("user_convert.convert",))
+    before = resolve_harness(harness).harness
+    write_module(module_dir, "user_convert", body.format(k=3.281))
+    after = resolve_harness(harness).harness
+    assert before.tool_names == after.tool_names == ("convert",)
+    assert before.fingerprint != after.fingerprint
+    assert (
+        harness.fingerprint
+        == Harness(name="h", system_prompt="s", tools=("user_convert.convert",)).fingerprint
+    )
+
+
+def test_two_different_tools_of_one_name_cannot_share_a_toolbox(module_dir: Path) -> None:
+    write_module(module_dir, "tools_one", "def lookup(key: str) -> str:\n    return 'one'\n")
+    write_module(module_dir, "tools_two", "def lookup(key: str) -> str:\n    return 'two'\n")
+    a = resolve_harness(Harness(name="a", system_prompt="s", tools=("tools_one.lookup",)))
+    b = resolve_harness(Harness(name="b", system_prompt="s", tools=("tools_two.lookup",)))
+    with pytest.raises(Exception) as caught:
+        shared_toolbox([a, b])
+    assert getattr(caught.value, "reason", None) == "duplicate-tool"
+    same = resolve_harness(Harness(name="c", system_prompt="s", tools=("tools_one.lookup",)))
+    assert shared_toolbox([a, same]).names == frozenset({"lookup"})
+
+
+def test_the_layers_point_one_way() -> None:
+    """core imports nothing above it; plugins only core; nothing below app imports it
+    (checked in a fresh interpreter, by what each import loads)."""
+    probe = textwrap.dedent(
+        """
+        import sys
+        import {module}
+        loaded = sorted(m for m in sys.modules if m.startswith("xaytune."))
+        print("\\n".join(loaded))
+        """
+    )
+    rules = {
+        "xaytune.core.harness_comparison": ("xaytune.plugins", "xaytune.harness", "xaytune.app"),
+        "xaytune.plugins": (
+            "xaytune.harness",
+            "xaytune.evaluation",
+            "xaytune.app",
+            "xaytune.models",
+        ),
+        "xaytune.harness.parts": ("xaytune.evaluation", "xaytune.app"),
+        "xaytune.evaluation.scorers": ("xaytune.app", "hydra"),
+    }
+    for module, forbidden in rules.items():
+        done = subprocess.run(
+            [sys.executable, "-c", probe.format(module=module)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        )
+        loaded = done.stdout.split()
+        bad = [name for name in loaded if name.startswith(forbidden)]
+        assert bad == [], f"{module} loads {bad}"
