@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -202,18 +203,37 @@ def test_model_error(bench: Bench) -> None:
     assert events[1]["type"] == "model_error" and events[1]["v"]["reason"] == "model-auth"
 
 
-def test_transient_errors_beyond_the_retries_are_a_model_error(bench: Bench) -> None:
+def test_transient_errors_beyond_the_retries_leave_the_attempt_partial(bench: Bench) -> None:
     harness = CALC.model_copy(update={"model_retries": 2})
     model = ScriptedModel(default=TransientModelError("503 from upstream"))
     result = run(bench, harness, model)
-    assert result.outcome.terminal == "model-error"
-    assert "503" in result.outcome.detail
+    # No outcome: the endpoint may be back; a resume runs the task again.
+    assert result.status == "partial" and result.outcome is None
+    assert result.error.startswith("ModelUnavailable: model-unavailable") and "503" in result.error
     assert len(model.requests) == 3  # one call and model_retries retries
     assert result.spend.retries == 2 and result.spend.turns == 0
     # each retry derives a distinct sampling key for the same turn
     assert len({request.sampling_key for request in model.requests}) == 3
-    _, events = sealed(result)
-    assert kinds(events) == ["start", "model_error", "model_error", "model_error", "end"]
+    seal, events = read_attempt(result.path)
+    assert seal["status"] == "partial" and seal["spend"] == result.spend.as_dict()
+    assert kinds(events) == ["start", "model_error", "model_error", "model_error", "crashed", "end"]
+
+
+def test_a_loop_that_swallows_an_unreachable_model_still_ends_partial(bench: Bench) -> None:
+    from xaytune.harness.loops import LoopContext
+    from xaytune.plugins import loop
+
+    @loop(name="test-swallows-unavailable")
+    async def swallow(ctx: LoopContext) -> str | None:
+        with contextlib.suppress(ExecutionError):
+            await ctx.generate(list(ctx.messages))
+        return "ANSWER: 1"
+
+    harness = Harness.model_validate(
+        {**CALC.model_dump(mode="json"), "loop": "test-swallows-unavailable", "model_retries": 0}
+    )
+    result = run(bench, harness, ScriptedModel(default=TransientModelError("down")))
+    assert result.status == "partial" and "model-unavailable" in result.error
 
 
 def test_a_transient_error_is_retried_into_the_same_turn(bench: Bench) -> None:

@@ -27,7 +27,7 @@ from xaytune.app.parts import model_adapter_identity
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SeededSample, SuiteSource, record_assignment
 from xaytune.core.domain.measurement import TaskObservation
-from xaytune.core.errors import ConfigError
+from xaytune.core.errors import ConfigError, ExecutionError
 from xaytune.core.harness_comparison import ReplicateRuns
 from xaytune.evaluation.harness import (
     EvaluationSpec,
@@ -49,7 +49,7 @@ from xaytune.harness import (
 )
 from xaytune.harness.evidence import assemble_evidence
 from xaytune.harness.replicate import compile_replicate
-from xaytune.harness.runner import AttemptResult
+from xaytune.harness.runner import AttemptResult, TaskRun
 from xaytune.harness.store import atomic_write
 from xaytune.models import Model, OpenAICompatibleModel, SimulatedModel
 from xaytune.models.llama_cpp_local import llama_cpp_local_model
@@ -214,6 +214,7 @@ def run_replicate(
                 await close()  # a client's connection pool belongs to this event loop
 
     runs = asyncio.run(run_all())
+    _refuse_unfinished(runs, harness, seed)
     evidence = assemble_evidence(specs, suite, sampling, assignment, source, store)
     subject = publish_evidence(evidence, store)
     evaluations = [
@@ -246,6 +247,27 @@ def run_replicate(
         attempts=sum(len(run.attempts) for run in runs),
         skipped=sum(run.skipped for run in runs),
     )
+
+
+def _refuse_unfinished(runs: list[TaskRun], harness: Harness, seed: int) -> None:
+    """Stop (``model-unavailable``) when tasks ended without an outcome because the
+    model could not be reached: comparing now would compare holes. Their attempts are
+    sealed partial, so a resume of the tree runs exactly those tasks again."""
+    unreachable = [
+        run.last.error
+        for run in runs
+        if run.last is not None
+        and run.last.outcome is None
+        and (run.last.error or "").startswith("ModelUnavailable")
+    ]
+    if unreachable:
+        first = unreachable[0].removeprefix("ModelUnavailable: ")
+        raise ExecutionError(
+            "model-unavailable",
+            f"{len(unreachable)} of {len(runs)} tasks of {harness.name} seed {seed} could not "
+            f"reach the model ({first}); their attempts are sealed partial, nothing attested "
+            "is lost",
+        )
 
 
 def configured_evaluation(

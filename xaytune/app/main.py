@@ -3,7 +3,9 @@
 Composes the config, validates it as a whole, runs every candidate x seed (or the
 one seed of a multirun job), compares, writes the output tree and prints the table.
 Refusals print one line and exit 2; a CI gate (``comparison.fail_on``) exits 1;
-Ctrl-C seals in-flight attempts partial, prints how to resume and exits 130.
+Ctrl-C seals in-flight attempts partial, prints how to resume and exits 130; a model
+that stays unreachable (``model-unavailable``) leaves its attempts partial, prints the
+same resume command and exits 2.
 """
 
 from __future__ import annotations
@@ -108,6 +110,12 @@ def finish(out: Path, cfg: ExperimentConfig, plain: dict[str, Any], source) -> i
     return 0
 
 
+def _resume_hint(out: Path | None) -> str:
+    """The command that continues the tree ``out`` with this run's overrides."""
+    overrides = [o for o in HydraConfig.get().overrides.task if not o.startswith("resume=")]
+    return f"resume with: python -m xaytune {shlex.join([*overrides, f'resume={out}'])}"
+
+
 def _task_count(cfg: ExperimentConfig, source) -> int:
     return cfg.sampling.count or len(source.suite.tasks)
 
@@ -148,12 +156,14 @@ def main(raw: DictConfig) -> None:
         out = Path(cfg.resume) if cfg.resume else Path(hydra_cfg.runtime.output_dir)
         code = run_job(cfg, plain, out, compare=not multirun)
     except XaytuneError as error:
+        if error.reason == "model-unavailable" and out is not None:
+            print(f"error: {error}\n{_resume_hint(out)}", file=sys.stderr)
+            sys.exit(2)
         _fail(error)
     except KeyboardInterrupt:
-        overrides = [o for o in HydraConfig.get().overrides.task if not o.startswith("resume=")]
         print(
             "\ninterrupted: in-flight attempts were sealed partial; nothing attested is lost.\n"
-            f"resume with: python -m xaytune {shlex.join([*overrides, f'resume={out}'])}",
+            + _resume_hint(out),
             file=sys.stderr,
         )
         sys.exit(130)

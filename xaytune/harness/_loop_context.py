@@ -13,6 +13,10 @@ budgets are the runner's:
   or a tool. Catching :class:`LoopStop` and returning an answer changes nothing: the
   attempt's outcome is the stop (``budget-stop``, ``context-overflow``,
   ``model-error``, ``cancelled``);
+- a model that stays unreachable through the harness's retries (a transient
+  failure: connection refused, a 5xx, a timeout) raises :class:`ModelUnavailable`:
+  that is no outcome, and the attempt is sealed ``partial`` so a resume runs it
+  again; only a definitive refusal (a 4xx, a malformed reply) is ``model-error``;
 - once the loop has returned, the context is closed: a call from a task the loop left
   behind is refused (``loop-closed``) and reaches nothing.
 
@@ -50,7 +54,7 @@ from xaytune.models._protocol import (
     TransientModelError,
 )
 
-__all__ = ["LoopContext", "LoopStop", "SpendView"]
+__all__ = ["LoopContext", "LoopStop", "ModelUnavailable", "SpendView"]
 
 
 class LoopStop(Exception):
@@ -60,6 +64,12 @@ class LoopStop(Exception):
     def __init__(self, outcome: Outcome) -> None:
         super().__init__(f"{outcome.terminal}: {outcome.detail}")
         self.outcome = outcome
+
+
+class ModelUnavailable(ExecutionError):
+    """The model stayed unreachable through every retry (connection refused, a 5xx,
+    a timeout): no outcome. Caught by the runner like a crash (sealed ``partial``); a
+    loop that catches it gets it again on its next call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +99,7 @@ class _Host:
         "spend",
         "stop",
         "toolbox",
+        "unavailable",
     )
 
     def __init__(
@@ -109,6 +120,7 @@ class _Host:
         self.stop: Outcome | None = None
         self.final_text: str | None = None
         self.closed = False
+        self.unavailable: ModelUnavailable | None = None
 
     def halt(self, outcome: Outcome, final_text: str | None = None) -> LoopStop:
         self.stop, self.final_text = outcome, final_text
@@ -121,6 +133,8 @@ class _Host:
             )
         if self.stop is not None:
             raise LoopStop(self.stop)
+        if self.unavailable is not None:
+            raise self.unavailable
 
     async def generate(
         self, messages: Sequence[Message], tools: tuple[ToolSchema, ...], max_output: int | None
@@ -203,6 +217,14 @@ class _Host:
                         "time_us": elapsed,
                     },
                 )
+                if isinstance(failure, TransientModelError) and not retry:
+                    # Not an outcome: the endpoint may be back later. The attempt ends
+                    # partial (spend kept), so a resume runs the task again.
+                    self.unavailable = ModelUnavailable(
+                        "model-unavailable",
+                        f"task {self.spec.task_id}: {failure} (after {retries} harness retries)",
+                    )
+                    raise self.unavailable from None
                 if not retry:
                     overflow = isinstance(failure, ContextOverflowError)
                     terminal = "context-overflow" if overflow else "model-error"

@@ -8,8 +8,9 @@ Terminal outcomes (sealed ``complete``): ``answer`` (the loop returned its final
 text), ``budget-stop`` (turns, tokens or tool calls), ``context-overflow``,
 ``model-error``, ``cancelled`` (the host's cancel token). No outcome (sealed
 ``partial``, spend kept): an interruption (``asyncio.CancelledError``,
-KeyboardInterrupt, SIGTERM via the app) or a crash (the loop raised before any
-stop, or returned something that is not text: ``bad-loop-result``).
+KeyboardInterrupt, SIGTERM via the app), a model unreachable through every retry
+(``model-unavailable``: a resume runs the task again), or a crash (the loop raised
+before any stop, or returned something that is not text: ``bad-loop-result``).
 Before any attempt, the loop and tools must be the code the harness pins in its
 ``parts`` (``code-mismatch``).
 A task whose attempts all end partial is retried up to ``attempts_per_task``;
@@ -383,6 +384,8 @@ class HarnessRunner:
                 raise
         finally:
             host.closed = True
+        if host.unavailable is not None:  # swallowed by the loop: still no outcome
+            raise host.unavailable
         if host.stop is not None:
             return host.stop, host.final_text
         if text is not None and not isinstance(text, str):
