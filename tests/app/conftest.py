@@ -106,6 +106,16 @@ def verify() -> Callable[..., Result]:
     return run
 
 
+@pytest.fixture(scope="session")
+def cli_compare() -> Callable[..., Result]:
+    """``cli_compare(tree, *overrides)`` runs ``python -m xaytune.compare`` on ``tree``."""
+
+    def run(tree: Path, *overrides: str) -> Result:
+        return run_module(["xaytune.compare", str(tree), *overrides], tree.parent)
+
+    return run
+
+
 def only_output_dir(cwd: Path, experiment: str) -> Path:
     """The single ``experiments/<experiment>/<timestamp>`` directory under ``cwd``."""
     found = sorted(p for p in (cwd / "experiments" / experiment).iterdir() if p.is_dir())

@@ -42,11 +42,12 @@ def cannot_recompute(reason: str, what: str, error: BaseException) -> str:
 
 
 def comparison_problems(
-    base: Path, cfg: ExperimentConfig, source: SuiteSource
+    base: Path, cfg: ExperimentConfig, source: SuiteSource, directory: Path | None = None
 ) -> list[tuple[Path, str]]:
-    """(file, problem) for each comparison file under ``base`` that is not what its
-    replicates give; none when ``base`` has no comparison (a sweep's job)."""
-    directory = base / COMPARISON_DIR
+    """(file, problem) for each comparison file in ``directory`` (default: the run's
+    ``comparison/``) that is not what the replicates under ``base`` give under
+    ``cfg``; none when there is no such directory (a sweep's job)."""
+    directory = base / COMPARISON_DIR if directory is None else directory
     if not directory.is_dir():
         return []
     try:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from xaytune.core.errors import XaytuneError
 
-__all__ = ["ManifestView", "ReplicateView", "inside", "read_manifest"]
+__all__ = ["ManifestView", "RecomparisonView", "ReplicateView", "inside", "read_manifest"]
 
 _VIEW = ConfigDict(frozen=True, extra="ignore", strict=True)
 
@@ -44,6 +44,16 @@ class ReplicateView(BaseModel):
     evidence_digests: tuple[str, ...]
 
 
+class RecomparisonView(BaseModel):
+    """A comparison made again later (``python -m xaytune.compare``): where, and the
+    comparison config it was made under."""
+
+    model_config = _VIEW
+
+    path: str
+    comparison: dict[str, Any]
+
+
 class ManifestView(BaseModel):
     """What the auditor reads of a manifest (the rest is for people)."""
 
@@ -56,6 +66,7 @@ class ManifestView(BaseModel):
     replicates: tuple[ReplicateView, ...] = ()
     reports: dict[str, str] = {}
     config: dict[str, Any] = {}
+    recomparisons: tuple[RecomparisonView, ...] = ()
 
     def harness_of(self, name: str) -> str | None:
         """The harness fingerprint of the candidate called ``name``, if any."""

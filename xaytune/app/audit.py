@@ -28,10 +28,11 @@ from typing import Any, NamedTuple
 from xaytune.app._audit_comparison import comparison_problems
 from xaytune.app._audit_evaluations import evaluation_problems
 from xaytune.app._manifest_view import ManifestView, ReplicateView, inside, read_manifest
-from xaytune.app.config import ExperimentConfig, validate_config
+from xaytune.app.config import ComparisonConfig, ExperimentConfig, validate_config
 from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
 from xaytune.app.manifest import MANIFEST, report_files
 from xaytune.app.parts import part_change
+from xaytune.app.recompare import RECOMPARISON_PREFIX
 from xaytune.core.canonical import sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
@@ -93,6 +94,7 @@ def audit_tree(root: Path) -> tuple[list[str], dict[str, int], list[str]]:
         if source is not None and cfg is not None:
             for file, message in comparison_problems(path.parent, cfg, source):
                 audit.problem(file, message)
+        _check_recomparisons(manifest, path, source, cfg, audit)
         mine: set[Path] = set()
         for replicate in manifest.replicates:
             store_root = _check_replicate(manifest, replicate, path, source, cfg, audit)
@@ -108,6 +110,46 @@ def audit_tree(root: Path) -> tuple[list[str], dict[str, int], list[str]]:
         if marker.parent not in listed:
             audit.problem(marker.parent, "unlisted-store: an evidence store no manifest lists")
     return audit.problems, audit.counts, audit.warnings
+
+
+def _check_recomparisons(
+    manifest: ManifestView,
+    path: Path,
+    source: SuiteSource | None,
+    cfg: ExperimentConfig | None,
+    audit: _Audit,
+) -> None:
+    """Each comparison made again (``python -m xaytune.compare``) is what the replicates
+    give under the comparison config the manifest records for it; a ``comparison-*``
+    directory the manifest does not record is refused."""
+    base = path.parent
+    listed = set()
+    for entry in manifest.recomparisons:
+        directory = inside(base, entry.path)
+        if (
+            directory is None
+            or directory.parent != base
+            or not entry.path.startswith(RECOMPARISON_PREFIX)
+        ):
+            audit.problem(
+                path, f"bad-manifest: recomparison {entry.path!r} is not a directory here"
+            )
+            continue
+        listed.add(directory)
+        if source is None or cfg is None:
+            continue
+        try:
+            again = cfg.model_copy(
+                update={"comparison": ComparisonConfig.model_validate(entry.comparison)}
+            )
+        except ValueError as error:
+            audit.problem(path, f"bad-manifest: recomparison {entry.path}: {error}")
+            continue
+        for file, message in comparison_problems(base, again, source, directory):
+            audit.problem(file, message)
+    for directory in sorted(base.glob(RECOMPARISON_PREFIX + "*")):
+        if directory.is_dir() and directory not in listed:
+            audit.problem(directory, f"unlisted-comparison: {path} records no such comparison")
 
 
 def _check_no_links(root: Path, audit: _Audit) -> None:

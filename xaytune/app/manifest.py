@@ -23,6 +23,7 @@ MANIFEST = "manifest.json"
 # checks them): the comparison, with its plots, and each replicate's evaluation.
 REPORT_FILES = (
     "comparison/**/*",
+    "comparison-*/**/*",
     "**/candidates/*/candidate.json",
     "**/seed-*/evaluation/**/*",
     f"**/seed-*/{REPLICATE_FILE}",

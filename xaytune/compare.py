@@ -1,0 +1,46 @@
+"""``python -m xaytune.compare <run dir> [comparison.KEY=VALUE ...]``: compare a
+finished run again under other comparison settings (objectives, min_effect, k), from
+its replicate records, into a new ``comparison-<timestamp>/`` of the tree.
+
+One line per refusal (exit 2); the original comparison is never overwritten.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+__all__ = ["main"]
+
+USAGE = (
+    "usage: python -m xaytune.compare <run dir> [comparison.KEY=VALUE ...]\n"
+    "  e.g. comparison.objectives.0.min_effect=0.2 comparison.k=3"
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from xaytune.app.recompare import recompare
+    from xaytune.app.reports import terminal_table
+    from xaytune.core.errors import XaytuneError
+
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stderr)
+        return 2
+    tree = Path(args[0])
+    if not tree.is_dir():
+        print(f"error: not-a-run: {tree}: not a directory", file=sys.stderr)
+        return 2
+    try:
+        directory, report = recompare(tree, args[1:])
+    except XaytuneError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    terminal_table(report.released())
+    print(f"comparison written to {directory} (recorded in {tree / 'manifest.json'})")
+    print(f"report: {directory / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
