@@ -51,3 +51,27 @@ def test_cfg_job_prints_the_composed_config(tmp_path, xaytune):
     assert "name: quickstart" in result.stdout
     assert "max_turns:" in result.stdout
     assert not (tmp_path / "experiments").exists()
+
+
+def test_a_malformed_candidate_yaml_is_one_line_naming_file_and_line(tmp_path, xaytune):
+    candidates = tmp_path / "conf" / "candidate"
+    candidates.mkdir(parents=True)
+    (candidates / "broken.yaml").write_text(
+        'defaults:\n  - base\n  - _self_\nname: broken\nsystem_prompt: "unclosed\n'
+    )
+    result = xaytune(
+        tmp_path, "--config-dir", "conf", "+experiment=quickstart", "candidate@candidates.b=broken"
+    )
+    assert result.returncode == 2, result.describe()
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: bad-yaml: ScannerError: ") and "Traceback" not in line
+    assert "broken.yaml" in line and "line 5" in line
+    assert not list(tmp_path.rglob("manifest.json"))
+
+
+def test_a_candidate_given_as_a_string_says_how_to_choose_a_file(tmp_path, xaytune):
+    result = xaytune(tmp_path, "+experiment=quickstart", "candidates.b=terse")
+    assert result.returncode == 2, result.describe()
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: bad-config: candidates.b:")
+    assert "candidate@candidates.b=terse" in line

@@ -33,6 +33,24 @@ def composition_done(*, replay: bool = True) -> None:
             real.write(buffer.getvalue())  # type: ignore[attr-defined]
 
 
+def _exception_of(report: str) -> tuple[str, str] | None:
+    """(type, message) of the exception a traceback in ``report`` ends with, or None.
+
+    A config file Hydra cannot parse (a YAML syntax error) reaches us as a traceback:
+    its last exception, with the file, line and column, is what the user needs."""
+    raw = report.splitlines()
+    starts = [i for i, line in enumerate(raw) if line.startswith("Traceback (most recent")]
+    if not starts:
+        return None
+    for i in range(starts[-1] + 1, len(raw)):
+        line = raw[i]
+        if line and not line[0].isspace():
+            kind, _, first = line.partition(": ")
+            rest = [part.strip() for part in raw[i + 1 :] if part.strip()]
+            return kind, " ".join([first, *rest])[:500]
+    return None
+
+
 def _one_line(report: str) -> str:
     raw = report.splitlines()
     lines = [
@@ -121,7 +139,13 @@ def run() -> None:
         if "stderr" in _held and stop.code not in (0, None):
             report = sys.stderr.getvalue()  # type: ignore[attr-defined]
             composition_done(replay=False)
-            print(f"error: bad-override: {_one_line(report)}", file=sys.stderr)
+            exception = _exception_of(report)
+            if exception is not None:
+                kind, message = exception
+                reason = "bad-yaml" if "yaml" in kind.lower() else "bad-override"
+                print(f"error: {reason}: {kind.rsplit('.', 1)[-1]}: {message}", file=sys.stderr)
+            else:
+                print(f"error: bad-override: {_one_line(report)}", file=sys.stderr)
             sys.exit(2)
         raise
     finally:

@@ -227,6 +227,15 @@ class ExperimentConfig(BaseModel):
 def validate_config(plain: dict[str, Any]) -> ExperimentConfig:
     """Validate a resolved config; refuse with one line naming the first bad key."""
     plain = {k: v for k, v in plain.items() if k != "hydra"}
+    candidates = plain.get("candidates")
+    if isinstance(candidates, dict):
+        for label, value in candidates.items():
+            if isinstance(value, str):  # candidates.b=terse sets a string, not a file
+                raise ConfigError(
+                    "bad-config",
+                    f"candidates.{label}: {value!r} is a string; to choose the candidate file "
+                    f"conf/candidate/{value}.yaml write candidate@candidates.{label}={value}",
+                )
     try:
         return ExperimentConfig.model_validate(plain)
     except ValidationError as error:
