@@ -107,7 +107,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
                 _install_entry_points(root, snippet.body)
             continue
         assert snippet.info == "sh", f"a README snippet no test runs: {snippet.info!r}"
-        for line in snippet.body.splitlines():
+        for line in snippet.body.replace("\\\n", " ").splitlines():
             if line.strip():
                 args = shlex.split(line)
                 assert args[:3] == ["python", "-m", "xaytune"], line

@@ -176,4 +176,41 @@ def test_user_parts_run_are_pinned_and_a_code_change_is_refused_on_resume(
     checked = verify_from(project, tree, cli_env)  # where userparts imports
     assert checked.returncode == 0, checked.stdout + checked.stderr  # the evidence is intact...
     warnings = [w for w in checked.stdout.splitlines() if w.startswith("warning:")]
-    assert warnings and all("'shout'" in w and "differs" in w for w in warnings), checked.stdout
+    assert any("tool 'shout'" in w and "differs" in w for w in warnings), checked.stdout
+
+
+SCORER = textwrap.dedent(
+    '''
+    """A user's scorer module."""
+
+
+    def same_text(answer: str, reference: str) -> bool:
+        return answer.strip() == reference.strip()
+    '''
+)
+
+
+@pytest.mark.parametrize("changed", ["scorer", "model adapter"])
+def test_a_resume_with_a_changed_scorer_or_model_adapter_is_refused_before_writing(
+    xaytune, project: Path, output_dir, cli_env, changed: str
+) -> None:
+    (project / "userscorer.py").write_text(SCORER)
+    common = ["model=counting", "evaluators.outcome.config.spec.scorer.name=userscorer.same_text"]
+    assert run(xaytune, project, *common).returncode == 0
+    tree = output_dir(project, "quickstart")
+    manifest = (tree / "manifest.json").read_bytes()
+    module = project / ("userscorer.py" if changed == "scorer" else "userparts.py")
+    module.write_text(module.read_text() + "\n# edited\n")
+
+    resumed = run(xaytune, project, *common, f"resume={tree}")
+    assert resumed.returncode == 2, resumed.describe()
+    line = resumed.stderr.strip()
+    assert line.startswith("error: resume-mismatch") and f"{changed} " in line, line
+    assert "code changed" in line
+    assert (tree / "manifest.json").read_bytes() == manifest  # nothing was rewritten
+
+    checked = verify_from(project, tree, cli_env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    warnings = [w for w in checked.stdout.splitlines() if w.startswith("warning:")]
+    word = "same_text" if changed == "scorer" else "userparts.CountingModel"
+    assert warnings and all(word in w for w in warnings), checked.stdout

@@ -151,3 +151,59 @@ def test_interrupt_then_resume(tmp_path, cli_env, xaytune, verify, output_dir):
     # .hydra/ still records the run that made the tree (a refused resume would
     # otherwise overwrite it with a config that never ran).
     assert {p.name: p.read_bytes() for p in (out / ".hydra").iterdir()} == hydra_record
+
+
+def test_an_interrupted_sweep_prints_the_command_that_resumes_the_whole_sweep(
+    tmp_path, cli_env, xaytune, verify, output_dir
+):
+    sweep = ("-m", *RUN, "seed=101,102,103")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xaytune", *sweep],
+        cwd=tmp_path,
+        env=cli_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _seals(tmp_path):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "no attempt was sealed within 60 s"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, (stdout, stderr)
+    root = output_dir(tmp_path, "quickstart")
+    hint = [line for line in stderr.splitlines() if line.startswith("resume with: ")]
+    assert len(hint) == 1, stderr
+    command = shlex.split(hint[0].removeprefix("resume with: "))
+    assert command[:4] == ["python", "-m", "xaytune", "-m"]
+    assert "seed=101,102,103" in command and f"resume={root}" in command
+    assert not (root / "comparison").exists()
+
+    resumed = xaytune(tmp_path, *command[3:])
+    assert resumed.returncode == 0, resumed.describe()
+    assert "relation:" in resumed.stdout
+    assert output_dir(tmp_path, "quickstart") == root  # continued in place
+    for seed in (101, 102, 103):
+        assert (root / f"seed-{seed}" / "manifest.json").is_file()
+    assert (root / "comparison" / "report.json").is_file()
+    verified = verify(root)
+    assert verified.returncode == 0, verified.describe()
+
+
+def test_resume_of_a_directory_that_is_not_a_run_writes_nothing_there(tmp_path, xaytune):
+    target = tmp_path / "not-a-run"
+    target.mkdir()
+    for argv in (["+experiment=quickstart"], ["-m", "+experiment=quickstart", "seed=101"]):
+        result = xaytune(tmp_path, *argv, f"resume={target}")
+        assert result.returncode == 2, result.describe()
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith("error: resume-mismatch: ") and "not an xaytune" in line
+        assert list(target.iterdir()) == []  # no log, no multirun.yaml, nothing

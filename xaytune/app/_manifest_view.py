@@ -67,6 +67,7 @@ class ManifestView(BaseModel):
     reports: dict[str, str] = {}
     config: dict[str, Any] = {}
     recomparisons: tuple[RecomparisonView, ...] = ()
+    parts: dict[str, Any] = {}
 
     def harness_of(self, name: str) -> str | None:
         """The harness fingerprint of the candidate called ``name``, if any."""

@@ -40,6 +40,7 @@ from xaytune.harness import Harness
 from xaytune.harness.evidence import HarnessRunEvidence, verify_run_evidence
 from xaytune.harness.publish import PublishedSubject, load_published
 from xaytune.harness.store import STORE_MARKER, HarnessEvidenceStore
+from xaytune.plugins import CodeIdentity
 from xaytune.suites import builtin_suite_path
 
 __all__ = ["audit_tree"]
@@ -95,6 +96,7 @@ def audit_tree(root: Path) -> tuple[list[str], dict[str, int], list[str]]:
             for file, message in comparison_problems(path.parent, cfg, source):
                 audit.problem(file, message)
         _check_recomparisons(manifest, path, source, cfg, audit)
+        _warn_adapter_change(manifest, path, audit)
         mine: set[Path] = set()
         for replicate in manifest.replicates:
             store_root = _check_replicate(manifest, replicate, path, source, cfg, audit)
@@ -110,6 +112,17 @@ def audit_tree(root: Path) -> tuple[list[str], dict[str, int], list[str]]:
         if marker.parent not in listed:
             audit.problem(marker.parent, "unlisted-store: an evidence store no manifest lists")
     return audit.problems, audit.counts, audit.warnings
+
+
+def _warn_adapter_change(manifest: ManifestView, path: Path, audit: _Audit) -> None:
+    """A warning when the model adapter class here is not the code the run recorded."""
+    try:
+        recorded = CodeIdentity.model_validate(manifest.parts.get("model_adapter"))
+    except ValueError:
+        return  # nothing readable recorded: the replicate facets still tie the evidence
+    change = part_change(recorded)
+    if change is not None:
+        audit.warnings.append(f"{path}: {change}")
 
 
 def _check_recomparisons(

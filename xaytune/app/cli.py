@@ -100,6 +100,17 @@ def _fresh_dir(path: str) -> str:
     raise RuntimeError(f"{path}: no free output directory")
 
 
+def _resumed_dir(resume: object, *, sweep: bool) -> str:
+    """The tree ``resume`` names, refused (before Hydra writes a byte into it) unless
+    it is a run of ours: a run's ``manifest.json``, or a sweep's ``multirun.yaml``."""
+    path = Path(str(resume))
+    marker = "multirun.yaml" if sweep else "manifest.json"
+    if not (path / marker).is_file():
+        kind = "sweep" if sweep else "run"
+        raise ValueError(f"resume={resume}: not an xaytune {kind} directory (no {marker})")
+    return str(path)
+
+
 def register_resolvers() -> None:
     """The resolvers conf/config.yaml uses (also needed in multirun worker processes)."""
     from omegaconf import OmegaConf
@@ -113,7 +124,17 @@ def register_resolvers() -> None:
     if not OmegaConf.has_resolver("xaytune_run_dir"):
         OmegaConf.register_new_resolver(
             "xaytune_run_dir",
-            lambda resume, default: resume if resume else _fresh_dir(default),
+            lambda resume, default: (
+                _resumed_dir(resume, sweep=False) if resume else _fresh_dir(default)
+            ),
+            use_cache=True,
+        )
+    if not OmegaConf.has_resolver("xaytune_sweep_dir"):
+        OmegaConf.register_new_resolver(
+            "xaytune_sweep_dir",
+            lambda resume, default: (
+                _resumed_dir(resume, sweep=True) if resume else _fresh_dir(default)
+            ),
             use_cache=True,
         )
     # hydra.output_subdir: a resumed run keeps the tree's .hydra/ (the original run's
@@ -126,10 +147,25 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("xaytune_path_part", _path_part)
 
 
+def _check_resume_argument(argv: list[str]) -> None:
+    """Refuse a ``resume=`` that is not a tree of ours, before Hydra writes anything
+    into it (its log file, its multirun.yaml): one line, exit 2."""
+    values = [arg.split("=", 1)[1] for arg in argv if arg.startswith("resume=")]
+    if not values or values[-1] in ("", "null"):
+        return
+    sweep = "-m" in argv or "--multirun" in argv
+    try:
+        _resumed_dir(values[-1], sweep=sweep)
+    except ValueError as error:
+        print(f"error: resume-mismatch: {error}", file=sys.stderr)
+        sys.exit(2)
+
+
 def run() -> None:
     """``python -m xaytune``."""
     from xaytune.app.main import main
 
+    _check_resume_argument(sys.argv[1:])
     register_resolvers()
     _held["stderr"] = sys.stderr
     sys.stderr = io.StringIO()

@@ -65,7 +65,8 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
 
     source = load_source(cfg)
     toolbox = experiment_toolbox(cfg)
-    if cfg.resume is not None:
+    # A resumed sweep's job that had not started yet has no manifest: it starts afresh.
+    if cfg.resume is not None and (cfg.seed is None or (out / "manifest.json").exists()):
         check_resume(out, plain, cfg)
     write_manifest(out, cfg, plain, source, final=False)
     for seed in cfg.job_seeds:
@@ -111,8 +112,16 @@ def finish(out: Path, cfg: ExperimentConfig, plain: dict[str, Any], source) -> i
 
 
 def _resume_hint(out: Path | None) -> str:
-    """The command that continues the tree ``out`` with this run's overrides."""
-    overrides = [o for o in HydraConfig.get().overrides.task if not o.startswith("resume=")]
+    """The command that continues the tree ``out`` with this run's overrides; in a
+    sweep, the command that continues the whole sweep (every job, then the summary)."""
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        sweep = Path(hydra_cfg.sweep.dir).absolute()
+        argv = [
+            a for a in sys.argv[1:] if not a.startswith("resume=") and a not in ("-m", "--multirun")
+        ]
+        return f"resume with: python -m xaytune {shlex.join(['-m', *argv, f'resume={sweep}'])}"
+    overrides = [o for o in hydra_cfg.overrides.task if not o.startswith("resume=")]
     return f"resume with: python -m xaytune {shlex.join([*overrides, f'resume={out}'])}"
 
 
@@ -153,7 +162,9 @@ def main(raw: DictConfig) -> None:
         except XaytuneError:
             _discard_unused(Path(hydra_cfg.runtime.output_dir))
             raise
-        out = Path(cfg.resume) if cfg.resume else Path(hydra_cfg.runtime.output_dir)
+        # A sweep job (resumed or not) runs in its own job directory under the sweep's.
+        resumed_run = cfg.resume is not None and not multirun
+        out = Path(cfg.resume) if resumed_run else Path(hydra_cfg.runtime.output_dir)
         code = run_job(cfg, plain, out, compare=not multirun)
     except XaytuneError as error:
         if error.reason == "model-unavailable" and out is not None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from xaytune.app.config import ExperimentConfig
 from xaytune.app.experiment import REPLICATE_FILE, timing_environment
+from xaytune.app.parts import experiment_parts
 from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import ConfigError
@@ -86,6 +87,7 @@ def write_manifest(
             }
             for label, h in sorted(cfg.candidates.items())
         },
+        "parts": experiment_parts(cfg),
         "durability": cfg.durability,
         "timing_environment": timing_environment(),
         "versions": _versions(),
@@ -134,6 +136,35 @@ def check_resume(out: Path, plain: dict[str, Any], cfg: ExperimentConfig) -> Non
             f"{out}: candidate {label} ({harness.name}): {_changed_part(before, harness)}; "
             "resume needs the same code",
         )
+    parts = previous.get("parts") if isinstance(previous, dict) else None
+    current = experiment_parts(cfg)
+    if parts != current:
+        raise ConfigError(
+            "resume-mismatch",
+            f"{out}: {_changed_experiment_part(parts, current)}; resume needs the same code",
+        )
+
+
+def _changed_experiment_part(before: Any, now: dict[str, Any]) -> str:
+    """Which scorer or model adapter differs from the one the tree was run with."""
+    if not isinstance(before, dict):
+        return "the tree records no scorer or model adapter identity"
+    if before.get("model_adapter") != now["model_adapter"]:
+        old = before.get("model_adapter") or {}
+        new = now["model_adapter"]
+        return (
+            f"model adapter {new['target']} code changed "
+            f"({old.get('source_sha256')} -> {new['source_sha256']})"
+        )
+    old_scorers = before.get("scorers") or {}
+    for label, code in now["scorers"].items():
+        old = old_scorers.get(label) or {}
+        if old != code:
+            return (
+                f"scorer {code['name']!r} of evaluator {label} code changed "
+                f"({old.get('source_sha256')} -> {code['source_sha256']})"
+            )
+    return "the evaluators are not the ones the tree was run with"
 
 
 def _changed_part(before: Any, harness: Harness) -> str:

@@ -36,6 +36,7 @@ from xaytune.plugins import (
 
 __all__ = [
     "build_target_model",
+    "experiment_parts",
     "experiment_toolbox",
     "model_adapter_identity",
     "part_change",
@@ -97,7 +98,7 @@ def part_change(recorded: CodeIdentity) -> str | None:
     """How the code of a part the run recorded differs here, or None when it is the
     same (what ``verify`` warns about: the evidence is intact, the code is not what
     produced it)."""
-    where = f"{recorded.kind} {recorded.name!r}"
+    where = f"{recorded.kind} {recorded.name!r} ({recorded.target})"
     try:
         current = code_identity(
             recorded.kind, recorded.name, import_target(recorded.target, where=where), where=where
@@ -111,6 +112,44 @@ def part_change(recorded: CodeIdentity) -> str | None:
             f"{current.source_sha256} v{current.version} here)"
         )
     return None
+
+
+def experiment_parts(cfg: ExperimentConfig) -> dict[str, Any]:
+    """The code identities an experiment's results depend on beyond its harnesses:
+    each outcome evaluator's scorer and the model adapter class (recorded in the
+    manifest; a resume with other code is refused, ``verify`` warns)."""
+    from xaytune.evaluation._config import OutcomeEvaluationConfig, resolve_config
+    from xaytune.evaluation.scorers import resolve_scorer
+
+    scorers = {}
+    for label, evaluator in sorted(cfg.evaluators.items()):
+        config = resolve_config(evaluator.config)
+        if isinstance(config, OutcomeEvaluationConfig):
+            where = f"evaluators.{label}.config.spec.scorer"
+            scorer = resolve_scorer(config.spec.scorer, config.spec.match, where=where)
+            scorers[label] = scorer.code.model_dump(mode="json")
+    adapter = _adapter_class(cfg)
+    declared = getattr(adapter, "__xaytune_part__", None)
+    name = declared[1] if isinstance(declared, tuple) else adapter.__name__
+    identity = code_identity("model", name, adapter, where="model")
+    return {"scorers": scorers, "model_adapter": identity.model_dump(mode="json")}
+
+
+def _adapter_class(cfg: ExperimentConfig) -> type:
+    from xaytune.app.config import LlamaCppLocalModelConfig, SimulatedModelConfig
+    from xaytune.models import OpenAICompatibleModel, SimulatedModel
+
+    config = cfg.model
+    if isinstance(config, TargetModelConfig):
+        _, target = lookup("model", config.target, where="model._target_")
+        return target if inspect.isclass(target) else type(target)
+    if isinstance(config, SimulatedModelConfig):
+        return SimulatedModel
+    if isinstance(config, LlamaCppLocalModelConfig):
+        from xaytune.models.llama_cpp_local import LlamaCppLocalModel
+
+        return LlamaCppLocalModel
+    return OpenAICompatibleModel
 
 
 def model_adapter_identity(model: Model) -> CodeIdentity:
