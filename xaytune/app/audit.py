@@ -20,7 +20,6 @@ elsewhere). Problems are one line each, naming the file.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -28,6 +27,7 @@ from typing import Any, NamedTuple
 from xaytune.app._audit_comparison import comparison_problems
 from xaytune.app._audit_evaluations import evaluation_problems
 from xaytune.app._manifest_view import ManifestView, ReplicateView, inside, read_manifest
+from xaytune.app._tree import find_links
 from xaytune.app.config import ComparisonConfig, ExperimentConfig, validate_config
 from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
 from xaytune.app.manifest import MANIFEST, report_files
@@ -166,16 +166,7 @@ def _check_recomparisons(
 
 
 def _check_no_links(root: Path, audit: _Audit) -> None:
-    # One scandir per directory: its entries say whether they are links (no lstat).
-    links, pending = [], [str(root)]
-    while pending:
-        with os.scandir(pending.pop()) as entries:
-            for entry in entries:
-                if entry.is_symlink():
-                    links.append(Path(entry.path))
-                elif entry.is_dir():
-                    pending.append(entry.path)
-    for path in sorted(links):
+    for path in find_links(root):
         audit.problem(path, "symlink: an output tree holds no links")
 
 

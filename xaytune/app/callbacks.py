@@ -35,9 +35,12 @@ class GatherSweep(Callback):
         from xaytune.app.main import finish, resolve_config
 
         try:
+            from xaytune.app._tree import tree_lock
+
             cfg, plain = resolve_config(config)
             root = Path(config.hydra.sweep.dir)
-            code = finish(root, cfg, plain, load_source(cfg))
+            with tree_lock(root):
+                code = finish(root, cfg, plain, load_source(cfg))
         except XaytuneError as error:
             print(f"error: {error}", file=sys.stderr)
             sys.exit(2)

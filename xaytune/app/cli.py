@@ -9,6 +9,8 @@ exit code is 2, like every other configuration error.
 from __future__ import annotations
 
 import io
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -101,8 +103,9 @@ def _fresh_dir(path: str) -> str:
 
 
 def _resumed_dir(resume: object, *, sweep: bool) -> str:
-    """The tree ``resume`` names, refused (before Hydra writes a byte into it) unless
-    it is a run of ours: a run's ``manifest.json``, or a sweep's ``multirun.yaml``."""
+    """The tree ``resume`` names, refused unless it is a run of ours: a run's
+    ``manifest.json``, or a sweep's ``multirun.yaml`` (checked on the command line,
+    before Hydra writes a byte into the directory)."""
     path = Path(str(resume))
     marker = "multirun.yaml" if sweep else "manifest.json"
     if not (path / marker).is_file():
@@ -124,17 +127,13 @@ def register_resolvers() -> None:
     if not OmegaConf.has_resolver("xaytune_run_dir"):
         OmegaConf.register_new_resolver(
             "xaytune_run_dir",
-            lambda resume, default: (
-                _resumed_dir(resume, sweep=False) if resume else _fresh_dir(default)
-            ),
+            lambda resume, default: resume if resume else _fresh_dir(default),
             use_cache=True,
         )
     if not OmegaConf.has_resolver("xaytune_sweep_dir"):
         OmegaConf.register_new_resolver(
             "xaytune_sweep_dir",
-            lambda resume, default: (
-                _resumed_dir(resume, sweep=True) if resume else _fresh_dir(default)
-            ),
+            lambda resume, default: resume if resume else _fresh_dir(default),
             use_cache=True,
         )
     # hydra.output_subdir: a resumed run keeps the tree's .hydra/ (the original run's
@@ -161,11 +160,45 @@ def _check_resume_argument(argv: list[str]) -> None:
         sys.exit(2)
 
 
+_TERMINATED: list[bool] = []
+
+
+def terminated() -> bool:
+    """Whether this process was asked to stop by SIGTERM (``timeout``, SLURM, ...)."""
+    return bool(_TERMINATED)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    # Stop exactly as Ctrl-C does (in-flight attempts sealed partial, the resume hint),
+    # then exit 143: the asyncio runner turns SIGINT into a cancellation of the run.
+    _TERMINATED.append(True)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def _check_run_dir_argument(argv: list[str]) -> None:
+    """Refuse an explicit ``hydra.run.dir`` that holds anything already (a finished
+    tree would be overwritten), before Hydra writes its .hydra/ there."""
+    if any(arg.startswith("resume=") and arg not in ("resume=", "resume=null") for arg in argv):
+        return
+    values = [arg.split("=", 1)[1] for arg in argv if arg.startswith("hydra.run.dir=")]
+    if values and "-m" not in argv and "--multirun" not in argv:
+        path = Path(values[-1])
+        if path.is_dir() and any(path.iterdir()):
+            print(
+                f"error: run-dir-exists: {path} is not empty; a new run needs a new directory "
+                f"(resume={path} continues a run)",
+                file=sys.stderr,
+            )
+            sys.exit(2)
+
+
 def run() -> None:
     """``python -m xaytune``."""
     from xaytune.app.main import main
 
     _check_resume_argument(sys.argv[1:])
+    _check_run_dir_argument(sys.argv[1:])
+    signal.signal(signal.SIGTERM, _on_sigterm)
     register_resolvers()
     _held["stderr"] = sys.stderr
     sys.stderr = io.StringIO()

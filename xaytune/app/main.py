@@ -22,7 +22,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from xaytune.app.cli import composition_done
+from xaytune.app.cli import composition_done, terminated
 from xaytune.app.config import ExperimentConfig, validate_config
 from xaytune.core.errors import ConfigError, XaytuneError
 
@@ -68,6 +68,10 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
     # A resumed sweep's job that had not started yet has no manifest: it starts afresh.
     if cfg.resume is not None and (cfg.seed is None or (out / "manifest.json").exists()):
         check_resume(out, plain, cfg)
+    elif (out / "manifest.json").exists():
+        raise ConfigError(
+            "run-dir-exists", f"{out} holds a run already; only resume={out} continues it"
+        )
     write_manifest(out, cfg, plain, source, final=False)
     for seed in cfg.job_seeds:
         for label in ("a", "b"):
@@ -165,18 +169,22 @@ def main(raw: DictConfig) -> None:
         # A sweep job (resumed or not) runs in its own job directory under the sweep's.
         resumed_run = cfg.resume is not None and not multirun
         out = Path(cfg.resume) if resumed_run else Path(hydra_cfg.runtime.output_dir)
-        code = run_job(cfg, plain, out, compare=not multirun)
+        from xaytune.app._tree import tree_lock
+
+        with tree_lock(out):  # one writer per tree
+            code = run_job(cfg, plain, out, compare=not multirun)
     except XaytuneError as error:
         if error.reason == "model-unavailable" and out is not None:
             print(f"error: {error}\n{_resume_hint(out)}", file=sys.stderr)
             sys.exit(2)
         _fail(error)
     except KeyboardInterrupt:
+        stopped = "terminated" if terminated() else "interrupted"
         print(
-            "\ninterrupted: in-flight attempts were sealed partial; nothing attested is lost.\n"
+            f"\n{stopped}: in-flight attempts were sealed partial; nothing attested is lost.\n"
             + _resume_hint(out),
             file=sys.stderr,
         )
-        sys.exit(130)
+        sys.exit(143 if terminated() else 130)
     if code:
         sys.exit(code)

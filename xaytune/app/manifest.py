@@ -8,6 +8,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from xaytune.app._tree import find_links
 from xaytune.app.config import ExperimentConfig
 from xaytune.app.experiment import REPLICATE_FILE, timing_environment
 from xaytune.app.parts import experiment_parts
@@ -122,6 +123,9 @@ def check_resume(out: Path, plain: dict[str, Any], cfg: ExperimentConfig) -> Non
         raise ConfigError(
             "resume-mismatch", f"{path}: no manifest; not an xaytune output"
         ) from None
+    links = find_links(out)
+    if links:
+        raise ConfigError("symlink", f"{links[0]}: a tree to resume holds no links")
     if previous.get("config_fingerprint") != fingerprint(_what_is_run(plain)):
         raise ConfigError(
             "resume-mismatch", f"{out}: was run with another config; resume needs the same one"

@@ -1,0 +1,59 @@
+"""Facts about an output tree on disk that several commands need: links, the lock.
+
+One writer per tree: :func:`tree_lock` takes an exclusive ``flock`` on
+``<tree>/.xaytune.lock`` for a run or a resume; a second writer is refused
+(``tree-locked``, naming the pid that holds it) before it changes anything. The lock
+is released by the kernel when the process ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from xaytune.core.errors import ConfigError
+
+__all__ = ["LOCK_FILE", "find_links", "tree_lock"]
+
+LOCK_FILE = ".xaytune.lock"
+
+
+def find_links(root: Path) -> list[Path]:
+    """Every symbolic link under ``root`` (one scandir per directory, no lstat)."""
+    links, pending = [], [str(root)]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    links.append(Path(entry.path))
+                elif entry.is_dir():
+                    pending.append(entry.path)
+    return sorted(links)
+
+
+@contextmanager
+def tree_lock(tree: Path) -> Iterator[None]:
+    """Hold the tree's write lock for the body; ``tree-locked`` if another holds it."""
+    path = tree / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as error:
+        word = errno.errorcode.get(error.errno or 0, "oserror")
+        raise ConfigError("tree-unwritable", f"{path}: {word}: {error.strerror}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise ConfigError(
+                "tree-locked", f"{tree} is being written by pid {holder}; nothing was changed"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
