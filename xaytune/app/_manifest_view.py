@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from xaytune.core import limits
 from xaytune.core.errors import XaytuneError
 
 __all__ = ["ManifestView", "RecomparisonView", "ReplicateView", "inside", "read_manifest"]
@@ -68,6 +69,8 @@ class ManifestView(BaseModel):
     config: dict[str, Any] = {}
     recomparisons: tuple[RecomparisonView, ...] = ()
     parts: dict[str, Any] = {}
+    durability: str | None = None
+    timing_environment: str | None = None
 
     def harness_of(self, name: str) -> str | None:
         """The harness fingerprint of the candidate called ``name``, if any."""
@@ -81,10 +84,15 @@ def read_manifest(path: Path) -> ManifestView:
     """The manifest at ``path``: ``bad-manifest`` unless it reads as one, and
     ``incomplete-run`` unless its run finished."""
     try:
-        raw = path.read_bytes()
+        # Bounded before parsing (xaytune.core.limits): size, depth, integer digits.
+        size = limits.MAX_JSON_FILE_BYTES
+        raw = limits.read_bounded(path, size, size_name="MAX_JSON_FILE_BYTES")
+        limits.check_json_text(raw, what=str(path), max_size=size, size_name="MAX_JSON_FILE_BYTES")
         view = ManifestView.model_validate_json(raw)
     except OSError as error:
         raise XaytuneError("bad-manifest", f"{path}: unreadable ({error.strerror})") from None
+    except limits.LimitError as breach:
+        raise XaytuneError("bad-manifest", breach.message) from None
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])

@@ -19,18 +19,19 @@ elsewhere). Problems are one line each, naming the file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 from xaytune.app._audit_comparison import comparison_problems
 from xaytune.app._audit_evaluations import evaluation_problems
 from xaytune.app._manifest_view import ManifestView, ReplicateView, inside, read_manifest
-from xaytune.app._tree import find_links
+from xaytune.app._tree import LOCK_FILE, find_links
 from xaytune.app.config import ComparisonConfig, ExperimentConfig, validate_config
 from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
-from xaytune.app.manifest import MANIFEST, report_files
+from xaytune.app.manifest import MANIFEST, report_files, what_is_run
 from xaytune.app.parts import part_change
 from xaytune.app.recompare import RECOMPARISON_PREFIX
 from xaytune.core.canonical import sha256_digest
@@ -97,6 +98,9 @@ def audit_tree(root: Path) -> tuple[list[str], dict[str, int], list[str]]:
                 audit.problem(file, message)
         _check_recomparisons(manifest, path, source, cfg, audit)
         _warn_adapter_change(manifest, path, audit)
+        _check_hydra_config(manifest, path, audit)
+        if cfg is not None:
+            _check_coverage(manifest, path, cfg, audit)
         mine: set[Path] = set()
         for replicate in manifest.replicates:
             store_root = _check_replicate(manifest, replicate, path, source, cfg, audit)
@@ -111,6 +115,7 @@ def audit_tree(root: Path) -> tuple[list[str], dict[str, int], list[str]]:
     for marker in sorted(root.rglob(STORE_MARKER)):
         if marker.parent not in listed:
             audit.problem(marker.parent, "unlisted-store: an evidence store no manifest lists")
+    _check_strays(root, manifests, listed, audit)
     return audit.problems, audit.counts, audit.warnings
 
 
@@ -263,6 +268,7 @@ def _check_replicate(
     record = _check_evaluations(directory / REPLICATE_FILE, replicate, published, audit)
     if record is None:
         return store_root
+    _check_claims(manifest, directory / REPLICATE_FILE, record, published, audit)
     if cfg is not None:
         for subject, _ in published.values():
             problems = evaluation_problems(
@@ -283,6 +289,117 @@ def _check_replicate(
                 f"{directory.parent.name} seed {replicate.seed} as {manifest_path} records",
             )
     return store_root
+
+
+def _check_claims(
+    manifest: ManifestView,
+    path: Path,
+    record: dict[str, Any],
+    published: dict[str, _Published],
+    audit: _Audit,
+) -> None:
+    """What the manifest and the replicate record claim about how the run ran is what
+    the evidence and each other say: the model facet is the evidence's model, and the
+    manifest's durability and timing environment are the replicate's."""
+    try:
+        facets = record["facets"]
+        model = dict(facets["model"])
+        durability, timing = facets["durability"], record["timing_environment"]
+    except (KeyError, TypeError, ValueError):
+        audit.problem(path, "claim-mismatch: the replicate record states no facets")
+        return
+    for _, evidence in published.values():
+        pinned = evidence.model.model_dump(mode="json")
+        parameters = {k: v for k, v in pinned.pop("parameters").items() if k != "seed"}
+        if model != {**pinned, "parameters": parameters}:
+            audit.problem(path, "claim-mismatch: facets.model is not the evidence's model")
+    if manifest.durability is not None and durability != manifest.durability:
+        audit.problem(
+            path,
+            f"claim-mismatch: durability {durability!r}, the manifest says {manifest.durability!r}",
+        )
+    if manifest.timing_environment is not None and timing != manifest.timing_environment:
+        audit.problem(path, "claim-mismatch: timing environment is not the manifest's")
+
+
+def _check_coverage(
+    manifest: ManifestView, path: Path, cfg: ExperimentConfig, audit: _Audit
+) -> None:
+    """The manifest's replicates are exactly its seeds x candidates: a replicate
+    dropped (a seed cherry-picked away) or added is refused."""
+    seeds = cfg.seeds if cfg.seed is None else (cfg.seed,)
+    expected = {(c.name, seed) for c in manifest.candidates.values() for seed in seeds}
+    found = {
+        ((PurePosixPath(r.path).parts[-2:-1] or ("?",))[0], r.seed) for r in manifest.replicates
+    }
+    if found != expected:
+        missing = sorted(expected - found)
+        extra = sorted(found - expected)
+        audit.problem(
+            path,
+            f"replicates-mismatch: not seeds x candidates (missing {missing}, extra {extra})",
+        )
+
+
+def _check_hydra_config(manifest: ManifestView, path: Path, audit: _Audit) -> None:
+    """``.hydra/config.yaml`` (when the run wrote one) is the config the manifest
+    records, but for the keys that may change on a resume."""
+    from omegaconf import OmegaConf
+
+    hydra_config = path.parent / ".hydra" / "config.yaml"
+    if not _is_file(hydra_config):
+        return
+    try:
+        composed = OmegaConf.to_container(OmegaConf.load(hydra_config), resolve=True)
+    except Exception as error:  # a file that is not the composed config Hydra wrote
+        audit.problem(hydra_config, f"config-mismatch: unreadable ({type(error).__name__})")
+        return
+    if not isinstance(composed, dict) or what_is_run(composed) != what_is_run(manifest.config):
+        audit.problem(hydra_config, "config-mismatch: not the config the manifest records")
+
+
+def _check_strays(root: Path, manifests: list[Path], listed: set[Path], audit: _Audit) -> None:
+    """Every file of the tree is one a manifest accounts for: its own files, Hydra's,
+    its reports, and the files of the stores it lists. Anything else (a temporary
+    file, a note) is named."""
+    accounted: set[Path] = set()
+    for path in manifests:
+        base = path.parent
+        accounted.update(base / name for name in _RUN_FILES)
+        accounted.update(report_files(base))  # an unlisted one is report-unlisted already
+        with contextlib.suppress(XaytuneError):  # a manifest refused is named already
+            accounted.update(base / name for name in read_manifest(path).reports)
+    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
+        if path in accounted or _store_file(path, listed):
+            continue
+        audit.problem(path, "stray-file: no manifest accounts for this file")
+
+
+# Files of a run directory beside its reports and stores.
+_RUN_FILES = (
+    MANIFEST,
+    LOCK_FILE,
+    "main.log",
+    "multirun.yaml",
+    "signature.dsse.json",
+    ".hydra/config.yaml",
+    ".hydra/hydra.yaml",
+    ".hydra/overrides.yaml",
+)
+
+
+def _store_file(path: Path, stores: set[Path]) -> bool:
+    """Whether ``path`` is a file an evidence store in ``stores`` writes."""
+    for store in stores:
+        if not path.is_relative_to(store):
+            continue
+        parts = path.relative_to(store).parts
+        if parts == (STORE_MARKER,):
+            return True
+        if len(parts) == 3 and parts[0] == "tasks" and parts[1].isdigit():
+            return parts[2].endswith(".jsonl") and parts[2][:-6].isdigit()
+        return len(parts) == 2 and parts[0] == "published" and parts[1].endswith(".intoto.json")
+    return False
 
 
 def _is_file(path: Path) -> bool:

@@ -18,7 +18,14 @@ from xaytune.core.errors import ConfigError
 from xaytune.harness.spec import Harness
 from xaytune.harness.store import atomic_write
 
-__all__ = ["MANIFEST", "REPORT_FILES", "check_resume", "report_files", "write_manifest"]
+__all__ = [
+    "MANIFEST",
+    "REPORT_FILES",
+    "check_resume",
+    "report_files",
+    "what_is_run",
+    "write_manifest",
+]
 
 MANIFEST = "manifest.json"
 # Every report the run wrote (digests in the manifest; ``python -m xaytune.verify``
@@ -72,7 +79,7 @@ def write_manifest(
         "schema": "xaytune.experiment-manifest/v1",
         "experiment": cfg.experiment.name,
         "config": plain,
-        "config_fingerprint": fingerprint(_what_is_run(plain)),
+        "config_fingerprint": fingerprint(what_is_run(plain)),
         "suite": {
             "name": source.suite.name,
             "version": source.suite.version,
@@ -109,7 +116,8 @@ def report_files(out: Path) -> list[Path]:
     return sorted(path for path in found if path.is_file() and not path.name.startswith("."))
 
 
-def _what_is_run(plain: dict[str, Any]) -> dict[str, Any]:
+def what_is_run(plain: dict[str, Any]) -> dict[str, Any]:
+    """The config without the keys that may change between a run and its resumption."""
     return {k: v for k, v in plain.items() if k not in _OPERATIONAL}
 
 
@@ -126,7 +134,7 @@ def check_resume(out: Path, plain: dict[str, Any], cfg: ExperimentConfig) -> Non
     links = find_links(out)
     if links:
         raise ConfigError("symlink", f"{links[0]}: a tree to resume holds no links")
-    if previous.get("config_fingerprint") != fingerprint(_what_is_run(plain)):
+    if previous.get("config_fingerprint") != fingerprint(what_is_run(plain)):
         raise ConfigError(
             "resume-mismatch", f"{out}: was run with another config; resume needs the same one"
         )

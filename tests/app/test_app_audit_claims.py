@@ -1,0 +1,77 @@
+"""verify checks what a tree claims beyond its evidence (issue 19, attacks 2 and 7):
+replicates are exactly seeds x candidates, .hydra/config.yaml is the manifest's config,
+the manifest's durability and timing environment are the replicates', and every file
+is one a manifest accounts for. Each test keeps the attacker's recipe."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from xaytune.app.config import validate_config
+from xaytune.app.experiment import load_source
+from xaytune.app.gather import write_comparison
+from xaytune.app.manifest import write_manifest
+from xaytune.app.parts import resolve_candidates
+from xaytune.core.canonical import canonical_bytes
+
+pytestmark = pytest.mark.slow
+
+
+def problems(verify, tree: Path) -> list[str]:
+    result = verify(tree, in_process=True)
+    return [] if result.returncode == 0 else result.stdout.strip().splitlines()
+
+
+def regenerate(tree: Path, config: dict) -> None:
+    """What an attacker does with the app's own writers: a new comparison and a final
+    manifest from the files left in the tree, under ``config``."""
+    cfg = resolve_candidates(validate_config(config))
+    source = load_source(cfg)
+    write_comparison(tree, cfg, source)
+    write_manifest(tree, cfg, config, source, final=True)
+
+
+def test_a_cherry_picked_seed_is_refused(quickstart_copy: Path, verify) -> None:
+    # Recipe: delete candidates/*/seed-103 and regenerate the comparison and manifest.
+    config = json.loads((quickstart_copy / "manifest.json").read_text())["config"]
+    for seed_dir in quickstart_copy.glob("candidates/*/seed-103"):
+        shutil.rmtree(seed_dir)
+    regenerate(quickstart_copy, config)
+    found = problems(verify, quickstart_copy)
+    assert any("replicates-mismatch" in line and "103" in line for line in found), found
+
+
+def test_a_config_edited_after_the_run_is_refused(quickstart_copy: Path, verify) -> None:
+    # Recipe: edit the manifest's config (min_effect), regenerate comparison and manifest.
+    config = json.loads((quickstart_copy / "manifest.json").read_text())["config"]
+    config["comparison"]["objectives"][0]["min_effect"] = 0.9
+    regenerate(quickstart_copy, config)
+    found = problems(verify, quickstart_copy)
+    assert found == [f"{quickstart_copy / '.hydra' / 'config.yaml'}: config-mismatch: not the "
+                     "config the manifest records"], found  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("durability", "none"), ("timing_environment", "Elsewhere-1cpu")]
+)
+def test_a_manifest_claim_the_replicates_contradict_is_refused(
+    quickstart_copy: Path, verify, key: str, value: str
+) -> None:
+    path = quickstart_copy / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest[key] = value
+    path.write_bytes(canonical_bytes(manifest) + b"\n")
+    found = problems(verify, quickstart_copy)
+    assert found and all("claim-mismatch" in line for line in found), found
+
+
+@pytest.mark.parametrize("name", ["notes.txt", "candidates/.candidate.json.4242.tmp", ".hydra/x"])
+def test_a_file_no_manifest_accounts_for_is_named(quickstart_copy: Path, verify, name: str):
+    (quickstart_copy / name).write_text("left behind\n")
+    assert problems(verify, quickstart_copy) == [
+        f"{quickstart_copy / name}: stray-file: no manifest accounts for this file"
+    ]
