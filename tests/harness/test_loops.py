@@ -321,3 +321,32 @@ def test_a_run_refuses_a_loop_whose_code_is_not_the_pinned_one(bench: Bench) -> 
         run(bench, harness, model)
     assert caught.value.reason == "code-mismatch" and "tool-loop" in str(caught.value)
     assert model.requests == []
+
+
+def test_a_hanging_tool_is_stopped_by_the_harness_timeout_and_counted(bench: Bench) -> None:
+    import time as clock
+
+    from _fixtures_run import call
+
+    from xaytune.harness.toolbox import FunctionTool
+
+    def hang(seconds: float) -> str:
+        """Sleeps (a tool that hangs)."""
+        clock.sleep(seconds)
+        return "woke"
+
+    toolbox = Toolbox.default().register(FunctionTool(hang))
+    tools = TOOLS | {"hang"}
+    harness = Harness.model_validate(
+        {**CALC.model_dump(mode="json"), "tools": ["calculator", "hang"], "tool_timeout_s": 0.05}
+    )
+    model = ScriptedModel([reply(calls=[call("hang", {"seconds": 2})]), reply("ANSWER: 1")])
+    spec = bench.spec(harness, 0, tools=tools)
+    started = clock.monotonic()
+    result = HarnessRunner().run(spec, model=model, toolbox=toolbox, authorized_tools=tools)
+    assert clock.monotonic() - started < 1.5  # the run did not wait for the tool
+    assert result.outcome.answer == "1"
+    assert (result.spend.tool_calls, result.spend.tool_errors) == (1, 1)
+    assert "timed out after 0.05 s" in model.requests[1].messages[-1].content
+    events = read_attempt(result.path)[1]
+    assert events[2]["v"]["error"] == "tool-timeout"
