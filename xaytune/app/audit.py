@@ -74,10 +74,23 @@ class _Audit:
         self.problems.append(message if str(path) in message else f"{path}: {message}")
 
 
-def audit_tree(root: Path) -> tuple[list[str], dict[str, int], list[str]]:
+def audit_tree(
+    root: Path, *, suites: tuple[Path, ...] = ()
+) -> tuple[list[str], dict[str, int], list[str]]:
     """Problems (one line each), counts of what verified, and warnings (one line
-    each: a part whose code here is not the code the run recorded)."""
+    each: a part whose code here is not the code the run recorded).
+
+    ``suites``: suite directories to use instead of the path a manifest records (a
+    tree verified on another machine); each is matched to a manifest by its digest.
+    """
     audit = _Audit()
+    for location in suites:
+        try:
+            given = SuiteSource(location)
+        except (XaytuneError, OSError) as error:
+            audit.problem(location, f"suite-missing: {error}")
+            continue
+        audit.sources[given.digest] = given
     root = root.absolute()  # every problem names its file in full
     manifests = sorted(root.rglob(MANIFEST))
     if not manifests:
