@@ -125,3 +125,25 @@ def test_a_sweep_whose_timestamp_is_taken_gets_a_directory_of_its_own(tmp_path, 
     assert sweep.name.endswith("-2") and sweep.name[:-2] in {d.name for d in taken}
     assert {p.name for p in sweep.iterdir()} >= {"seed-101", "seed-102", "comparison"}
     assert str(sweep.relative_to(tmp_path) / "comparison" / "report.md") in result.stdout
+
+
+def test_a_seed_sweep_implies_its_seeds(tmp_path, xaytune, verify, output_dir):
+    result = xaytune(
+        tmp_path, "-m", "+experiment=quickstart", "seed=1,2,3", "sampling.count=4", "progress=false"
+    )
+    assert result.returncode == 0, result.describe()
+    root = output_dir(tmp_path, "quickstart")
+    report = json.loads((root / "comparison" / "report.json").read_text())
+    assert report["seeds"] == [1, 2, 3]
+    assert verify(root).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "sweep", ["candidate@candidates.b=mental,terse", "model.latency_s=0,0.001", "seeds=[1,2],[3,4]"]
+)
+def test_a_sweep_over_anything_but_seeds_is_refused_before_anything_runs(tmp_path, xaytune, sweep):
+    result = xaytune(tmp_path, "-m", "+experiment=quickstart", "seed=1,2,3", sweep)
+    assert result.returncode == 2, result.describe()
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: sweep-unsupported: ") and sweep in line
+    assert list(tmp_path.iterdir()) == []

@@ -192,12 +192,46 @@ def _check_run_dir_argument(argv: list[str]) -> None:
             sys.exit(2)
 
 
+def _sweep_arguments(argv: list[str]) -> list[str]:
+    """``argv`` for a multirun: a seed sweep (``seed=1,2,3``) implies ``seeds=[1,2,3]``
+    unless seeds are given; a sweep over any other key is refused before anything runs
+    (each job must be one complete paired comparison)."""
+    if "-m" not in argv and "--multirun" not in argv:
+        return argv
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    flags = {"-m", "--multirun"}
+    overrides = [a for a in argv if not a.startswith("-") and "=" in a and a not in flags]
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception:
+        return argv  # Hydra reports its own grammar errors (one line, see run())
+    seeds_given = any(o.key_or_group == "seeds" for o in parsed)
+    extra: list[str] = []
+    for override in parsed:
+        if not override.is_sweep_override():
+            continue
+        if override.key_or_group != "seed":
+            print(
+                f"error: sweep-unsupported: {override.input_line}: a sweep runs one seed per "
+                "job; sweep seeds only (seed=101,102,103) and run other variants as their own "
+                "experiments",
+                file=sys.stderr,
+            )
+            sys.exit(2)
+        if not seeds_given:
+            values = list(override.sweep_iterator())
+            extra.append(f"seeds=[{','.join(str(v) for v in values)}]")
+    return argv + extra
+
+
 def run() -> None:
     """``python -m xaytune``."""
     from xaytune.app.main import main
 
     _check_resume_argument(sys.argv[1:])
     _check_run_dir_argument(sys.argv[1:])
+    sys.argv[1:] = _sweep_arguments(sys.argv[1:])
     signal.signal(signal.SIGTERM, _on_sigterm)
     register_resolvers()
     _held["stderr"] = sys.stderr
