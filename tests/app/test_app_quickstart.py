@@ -136,3 +136,30 @@ def test_verify_accepts_the_untouched_tree(quickstart, verify):
     assert result.returncode == 0, result.describe()
     assert result.stdout.startswith("ok:")
     assert "6 evidence stores" in result.stdout and "6 published subjects" in result.stdout
+
+
+def test_quickstart_report_carries_calibration_and_power(quickstart):
+    # The table, report.json and report.md carry the same A/A and power figures.
+    stdout = quickstart.result.stdout
+    assert "A/A rate" in stdout and "80% power at a true diff" in stdout
+    assert "calibration: If A and B were the same harness (A/A)" in stdout
+    assert "power, task_success: k·se" in stdout
+    report = quickstart.report()
+    calibration = report["calibration"]
+    assert calibration["measured"] is None  # comparison.calibrate defaults to false
+    assert calibration["t_rate"] == pytest.approx(0.18350341907227397, rel=1e-12)
+    assert [o["metric"] for o in calibration["objectives"]] == ["task_success", "total_tokens"]
+    for objective in report["spec"]["objectives"]:
+        descriptive = report["metrics"][objective["metric"]]["descriptive"]
+        power = descriptive["power"]
+        # A true difference of exactly min_effect is called under half the time.
+        assert power["power_at_min_effect"] < 0.5
+        assert power["planning_effect"] == 2 * objective["min_effect"]
+        assert power["difference_for_power"] > objective["min_effect"]
+        assert power["replicates_for_power"] >= 3
+        assert "minimum_detectable_difference" not in descriptive
+    markdown = (quickstart.out / "comparison" / "report.md").read_text()
+    assert "## Calibration: what the rule says when there is nothing to find" in markdown
+    assert "  - power: k·se = " in markdown
+    assert "replicates for 80% power at 2·min_effect" in markdown
+    assert "minimum detectable difference" not in markdown

@@ -8,11 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, ClassVar
 
 import pytest
 
 from xaytune.core.domain.benchmark import Attachment, BenchmarkSuite, Task
+from xaytune.core.domain.measurement import EvaluationResult, MetricResult, TaskObservation
+from xaytune.core.harness_comparison import (
+    CandidateRuns,
+    ComparisonSpec,
+    ObjectiveMetric,
+    ReplicateRuns,
+)
 from xaytune.suites import build_suite
 
 # Answers no task, id or digest could contain by chance, so "the answer string does
@@ -93,3 +101,92 @@ def build(tmp_path: Path) -> Callable[..., Path]:
         return out
 
     return _build
+
+
+class RunsFactory:
+    """Candidates for compare(): one outcome evaluation per seed, built from columns."""
+
+    suite = SimpleNamespace(name="arith-tools", digest="sha256:" + "5" * 64)
+    units: ClassVar[dict[str, tuple[str, bool]]] = {
+        "task_success": ("proportion", True),
+        "total_tokens": ("tokens", False),
+    }
+
+    def replicate(
+        self,
+        name: str,
+        seed: int,
+        values: dict[str, float],
+        *,
+        n_tasks: int = 20,
+        task_observations: dict[str, tuple[TaskObservation, ...]] | None = None,
+    ) -> ReplicateRuns:
+        evaluation = EvaluationResult(
+            evaluator="harness-outcome",
+            evaluator_fingerprint="sha256:outcome-v1",
+            determinism="DETERMINISTIC",
+            subject_digest=f"sha256:{name}-{seed}",
+            suite_digest=self.suite.digest,
+            assignment_digest=f"sha256:assignment-{seed}",
+            seed=seed,
+            metrics=tuple(
+                MetricResult(
+                    metric=key,
+                    unit=self.units[key][0],
+                    reference_derived=self.units[key][1],
+                    n_tasks=n_tasks,
+                    value=float(value),
+                )
+                for key, value in values.items()
+            ),
+        )
+        return ReplicateRuns(
+            seed=seed,
+            suite_digest=self.suite.digest,
+            assignment_digest=f"sha256:assignment-{seed}",
+            evaluations=(evaluation,),
+            facets={"model": {"id": "sim"}},
+            timing_environment="ci",
+            task_observations=task_observations or {},
+        )
+
+    def candidate(
+        self,
+        name: str,
+        columns: dict[str, Sequence[float]],
+        *,
+        seeds: Sequence[int] | None = None,
+        n_tasks: int = 20,
+        config: dict[str, Any] | None = None,
+        fingerprint: str | None = None,
+    ) -> CandidateRuns:
+        """Metric ``key`` has value ``columns[key][i]`` under the i-th seed (101, 102, ...)."""
+        count = len(next(iter(columns.values())))
+        seeds = list(seeds) if seeds is not None else [101 + i for i in range(count)]
+        replicates = tuple(
+            self.replicate(
+                name, seed, {key: column[i] for key, column in columns.items()}, n_tasks=n_tasks
+            )
+            for i, seed in enumerate(seeds)
+        )
+        return CandidateRuns(
+            name=name,
+            harness_fingerprint=fingerprint or f"sha256:harness-{name}",
+            harness_config=config if config is not None else {"name": name},
+            replicates=replicates,
+        )
+
+    @staticmethod
+    def spec(*objectives: tuple[str, str, float], k: float = 2.0, **kwargs: Any) -> ComparisonSpec:
+        return ComparisonSpec(
+            objectives=tuple(
+                ObjectiveMetric(metric=m, direction=d, min_effect=e) for m, d, e in objectives
+            ),
+            k=k,
+            **kwargs,
+        )
+
+
+@pytest.fixture(scope="session")
+def runs() -> RunsFactory:
+    return RunsFactory()

@@ -148,16 +148,57 @@ def test_pearson_correlation_and_when_it_is_undefined():
     assert stats.pearson([1.0, 2.0], [2.0, 1.0]) is None
 
 
-def test_replicates_needed_to_detect_min_effect():
-    # k = 2, sd = 1, min_effect 0.5: 2/sqrt(R) <= 0.5 ⇔ R >= 16.
-    assert stats.replicates_needed(2.0, 1.0, 0.5) == 16
-    # sd = sqrt(3), min_effect 0.5: R >= (2·sqrt(3)/0.5)² = 48.
-    assert stats.replicates_needed(2.0, math.sqrt(3), 0.5) == 48
-    # Reached at R = 1, but the rule needs at least three replicates.
-    assert stats.replicates_needed(2.0, 1.0, 2.0) == 3
-    assert stats.replicates_needed(2.0, 0.0, 0.5) == 3
-    assert stats.replicates_needed(2.0, 1.0, 0.0) is None
-    assert stats.replicates_needed(2.0, None, 0.5) is None
+def test_exact_reads_a_float_as_the_decimal_the_records_hold():
+    # 0.65 and 0.6 are not binary fractions; as written (repr / RFC 8785 digits)
+    # they are 13/20 and 3/5, so their difference is exactly 1/20 = 0.05, where the
+    # float subtraction gives 0.05000000000000004.
+    assert 0.65 - 0.6 != 0.05
+    assert stats.exact(0.65) - stats.exact(0.6) == Fraction(1, 20) == stats.exact(0.05)
+    assert stats.exact(1e300) == 10**300
+    assert stats.exact(-0.0) == 0
+
+
+def test_exact_mean_and_variance_of_the_mean():
+    # (1, 4, 1): mean 2, ss 6, se² = 6/(3·2) = 1. One value: unknown.
+    values = [Fraction(1), Fraction(4), Fraction(1)]
+    assert stats.exact_mean(values) == 2
+    assert stats.exact_variance_of_mean(values) == 1
+    assert stats.exact_variance_of_mean([Fraction(5)]) is None
+
+
+@pytest.mark.parametrize(
+    ("differences", "min_effect", "k", "outcome"),
+    [
+        # mean 2, se 1: exactly on k·se = 2 → within; k = 1.99 → favors-a.
+        ((1, 4, 1), 0, 2, "within-threshold"),
+        ((1, 4, 1), 0, Fraction(199, 100), "favors-a"),
+        ((-1, -4, -1), 0, Fraction(199, 100), "favors-b"),
+        # min_effect dominates: mean 2 is not above 2.
+        ((1, 4, 1), 2, 1, "within-threshold"),
+        # Constant differences: se = 0. With min_effect 0 no constant wins...
+        ((Fraction(1, 10**9),) * 3, 0, 2, "no-variance"),
+        ((0, 0, 0), 0, 2, "no-variance"),
+        # ...with a positive min_effect the mean must exceed it, strictly.
+        ((Fraction(1, 20),) * 3, Fraction(1, 20), 2, "within-threshold"),
+        ((Fraction(1, 10),) * 3, Fraction(1, 20), 2, "favors-a"),
+    ],
+)
+def test_paired_rule_decides_exactly(differences, min_effect, k, outcome):
+    exact = [Fraction(d) for d in differences]
+    assert stats.paired_rule(exact, Fraction(min_effect), Fraction(k)) == outcome
+
+
+def test_paired_rule_compares_squares_not_rounded_roots():
+    # d = (1, 2, 3, 4, 6): mean 16/5, ss = 74/5, se² = 74/(5·20) = 74/100. The tie
+    # mean = k·se needs k = sqrt(10.24/0.74) = sqrt(1024/74) = 3.71990..., irrational:
+    # its 15-decimal floor is below it (favors-a), one unit more is above it (within),
+    # 1e-15 apart, finer than float k·se could tell.
+    exact = [Fraction(d) for d in (1, 2, 3, 4, 6)]
+    assert stats.exact_variance_of_mean(exact) == Fraction(74, 100)
+    tie_k_squared = Fraction(1024, 74)
+    below = Fraction(math.isqrt(10**30 * tie_k_squared.numerator // tie_k_squared.denominator))
+    assert stats.paired_rule(exact, Fraction(0), below / 10**15) == "favors-a"
+    assert stats.paired_rule(exact, Fraction(0), (below + 1) / 10**15) == "within-threshold"
 
 
 @settings(max_examples=200, deadline=None)

@@ -13,6 +13,7 @@ import math
 from types import SimpleNamespace
 
 import pytest
+from scipy import stats
 
 from xaytune.core.domain.measurement import EvaluationResult, MetricResult, TaskObservation
 from xaytune.core.errors import ComparisonError
@@ -502,12 +503,15 @@ def test_absent_replicate_makes_summary_absent_with_reasons():
 
 
 def test_descriptive_parts_never_change_the_verdict():
-    # The tokens case: d = (1, 4, 1), mean 2, se 1, df 2.
+    # The tokens case: d = (1, 4, 1), mean 2, se 1, sd sqrt(3), df 2.
     # t_{0.975, 2} = 0.95·sqrt(2/(1 − 0.95²)) = 4.3026527297 (closed form at df 2):
-    # interval 2 ± 4.30265. Coverage of ±2·se at df 2: 2/sqrt(2 + 4) = 0.8164966.
-    # Correlation of A (100, 96, 100) with B (101, 100, 101): deviations
-    # (4/3, −8/3, 4/3) and (1/3, −2/3, 1/3) are proportional → 1.
-    # Replicates needed for min_effect 0.5 at sd = sqrt(3): (2·sqrt(3)/0.5)² = 48.
+    # interval 2 ± 4.30265, which spans 0. Coverage of ±2·se at df 2:
+    # 2/sqrt(2 + 4) = 0.8164966. Correlation of A (100, 96, 100) with B (101, 100,
+    # 101): deviations (4/3, −8/3, 4/3) and (1/3, −2/3, 1/3) are proportional → 1.
+    # Power: at a true difference of k·se the test mean > k·se alone has power
+    # nct.sf(2, df 2, nc = k·se·sqrt(3)/sd = 2) = 0.5795 (scipy), the whole answer
+    # with min_effect 0; the bar mean > 0.5 removes the draws with a tiny sd and a
+    # mean below 0.5, so with min_effect 0.5 it is a little lower (0.5784).
     report = _tokens_report(k=2.0, min_effect=0.5)
     tokens = report.metrics["total_tokens"]
     descriptive = tokens.descriptive
@@ -516,9 +520,18 @@ def test_descriptive_parts_never_change_the_verdict():
     assert descriptive.mean_interval.low == pytest.approx(2 - t, rel=1e-12)
     assert descriptive.mean_interval.high == pytest.approx(2 + t, rel=1e-12)
     assert descriptive.threshold_coverage == pytest.approx(2 / math.sqrt(6), rel=1e-12)
+    assert descriptive.interval_spans_zero
     assert descriptive.correlation == pytest.approx(1.0, rel=1e-12)
-    assert descriptive.minimum_detectable_difference == 2.0
-    assert descriptive.replicates_needed == 48
+    power = descriptive.power
+    assert power.k_se == 2.0
+    assert power.sd == pytest.approx(math.sqrt(3), rel=1e-15)
+    assert 0.57 < power.power_at_k_se < stats.nct.sf(2.0, 2, 2.0)
+    unfloored = _tokens_report(k=2.0).metrics["total_tokens"].descriptive.power
+    assert unfloored.power_at_k_se == pytest.approx(stats.nct.sf(2.0, 2, 2.0), rel=1e-9)
+    assert unfloored.power_at_min_effect is None and unfloored.planning_effect is None
+    assert power.power_at_min_effect < 0.5
+    assert power.planning_effect == 1.0
+    assert power.replicates_for_power >= 3
     assert tokens.verdict == "inconclusive"
 
 

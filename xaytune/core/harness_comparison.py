@@ -19,18 +19,24 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Protocol
 
 from xaytune.core import _comparison_stats as stats
+from xaytune.core._comparison_calibration import calibrate
 from xaytune.core._comparison_conditions import (
     check_conditions,
     check_pairing,
     check_timing,
     comparison_key,
     config_diff,
+    same_harness,
 )
+from xaytune.core._comparison_power import power_of
 from xaytune.core._comparison_records import (
     CandidateRuns,
     CandidateSummary,
@@ -41,6 +47,7 @@ from xaytune.core._comparison_records import (
     RunValue,
 )
 from xaytune.core._comparison_report import (
+    Calibration,
     CandidateRef,
     Comparability,
     ComparisonReport,
@@ -49,8 +56,11 @@ from xaytune.core._comparison_report import (
     Descriptive,
     Difference,
     Interval,
+    MeasuredCalibration,
     MetricComparison,
+    ObjectiveCalibration,
     PassHatK,
+    Power,
     Relation,
     RestrictedComparison,
     RunInterval,
@@ -71,11 +81,11 @@ from xaytune.core._comparison_tasks import (
     task_view,
     wilson_runs,
 )
-from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import ComparisonError
 
 __all__ = [
     "TIME_METRICS",
+    "Calibration",
     "CandidateRef",
     "CandidateRuns",
     "CandidateSummary",
@@ -87,10 +97,13 @@ __all__ = [
     "Descriptive",
     "Difference",
     "Interval",
+    "MeasuredCalibration",
     "MetricComparison",
     "MetricSummary",
+    "ObjectiveCalibration",
     "ObjectiveMetric",
     "PassHatK",
+    "Power",
     "Relation",
     "ReplicateRuns",
     "RestrictedComparison",
@@ -188,11 +201,15 @@ def summarize(candidate: CandidateRuns) -> CandidateSummary:
     """replicate-mean/v1: per metric, the mean of the run values across replicates,
     the execution standard error (sample sd / sqrt(R), None for R = 1) and, for judge
     metrics, the judge's spread separately."""
+    metrics = {}
+    for key in sorted(_metric_keys(candidate)):
+        with _within_float_range(key):
+            metrics[key] = _summarize_metric(candidate, key)
     return CandidateSummary(
         candidate=candidate.name,
         harness_fingerprint=candidate.harness_fingerprint,
         seeds=tuple(replicate.seed for replicate in candidate.replicates),
-        metrics={key: _summarize_metric(candidate, key) for key in sorted(_metric_keys(candidate))},
+        metrics=metrics,
     )
 
 
@@ -212,6 +229,7 @@ class _Rule:
     differences: tuple[SeedDifference, ...] = ()
     mean: float | None = None
     se: float | None = None
+    sd: float | None = None
     threshold: float | None = None
 
 
@@ -220,7 +238,8 @@ def _is_time_metric(key: str, unit: str | None) -> bool:
 
 
 def _orient(objective: ObjectiveMetric | None) -> Callable[[float, float], float]:
-    """Orientation of a paired difference: positive always favours A."""
+    """Orientation of a paired difference: positive always favours A (works on
+    floats and on exact fractions alike)."""
     if objective is not None and objective.direction == "minimize":
         return lambda a, b: b - a
     return lambda a, b: a - b
@@ -232,28 +251,39 @@ def _apply_rule(
     objective: ObjectiveMetric | None,
     k: float,
 ) -> tuple[_Rule, Verdict, VerdictReason]:
-    """paired-difference/v1 on two present summaries of the same seeds."""
+    """paired-difference/v1 on two present summaries of the same seeds.
+
+    Differences, mean and se are computed exactly from the run values as the records
+    hold them (:func:`stats.exact`) and rounded once for the report; the verdict is
+    decided on the exact values (:func:`stats.paired_rule`).
+    """
     orient = _orient(objective)
     values_b = {run.seed: run.value for run in summary_b.runs}
-    pairs = tuple(
-        SeedDifference(seed=run.seed, a=a, b=b, difference=orient(a, b))
+    rows = [
+        (run.seed, a, b, orient(stats.exact(a), stats.exact(b)))
         for run in sorted(summary_a.runs, key=lambda run: run.seed)
         if (a := run.value) is not None and (b := values_b[run.seed]) is not None
+    ]
+    exact: list[Fraction] = [difference for *_, difference in rows]
+    pairs = tuple(
+        SeedDifference(seed=seed, a=a, b=b, difference=float(difference))
+        for seed, a, b, difference in rows
     )
-    values = [pair.difference for pair in pairs]
-    mean, se = stats.mean(values), stats.standard_error(values)
+    variance = stats.exact_variance_of_mean(exact)
+    mean = float(stats.exact_mean(exact))
+    se = math.sqrt(float(variance)) if variance is not None else None
+    sd = math.sqrt(float(variance * len(exact))) if variance is not None else None
     if objective is None:
-        return _Rule(pairs, mean, se), "not-compared", "not-an-objective"
-    if se is None or len(values) < 3:
-        return _Rule(pairs, mean, se), "inconclusive", "too-few-replicates"
-    threshold = max(objective.min_effect, k * se)
-    rule = _Rule(pairs, mean, se, threshold)
-    # Strict ">": a mean exactly at the threshold is inconclusive.
-    if mean > threshold:
-        return rule, "favors-a", "exceeds-threshold"
-    if mean < -threshold:
-        return rule, "favors-b", "exceeds-threshold"
-    return rule, "inconclusive", "within-threshold"
+        return _Rule(pairs, mean, se, sd), "not-compared", "not-an-objective"
+    if se is None or len(exact) < 3:
+        return _Rule(pairs, mean, se, sd), "inconclusive", "too-few-replicates"
+    rule = _Rule(pairs, mean, se, sd, threshold=max(objective.min_effect, k * se))
+    outcome = stats.paired_rule(exact, stats.exact(objective.min_effect), stats.exact(k))
+    if outcome == "no-variance":
+        return rule, "inconclusive", "no-variance"
+    if outcome == "within-threshold":
+        return rule, "inconclusive", "within-threshold"
+    return rule, outcome, "exceeds-threshold"
 
 
 def _descriptive(
@@ -269,14 +299,12 @@ def _descriptive(
     is_success = key == TASK_SUCCESS
     descriptive = Descriptive(
         mean_interval=Interval(low=interval[0], high=interval[1]) if interval else None,
+        interval_spans_zero=interval[0] <= 0.0 <= interval[1] if interval else None,
         threshold_coverage=stats.t_coverage(k, r - 1) if rule.differences else None,
         correlation=stats.pearson([d.a for d in rule.differences], [d.b for d in rule.differences]),
-        minimum_detectable_difference=k * rule.se if rule.se is not None else None,
-        replicates_needed=(
-            stats.replicates_needed(
-                k, stats.sample_sd([d.difference for d in rule.differences]), objective.min_effect
-            )
-            if objective is not None and rule.differences
+        power=(
+            power_of(r, rule.sd, rule.se, k, objective.min_effect)
+            if objective is not None and rule.threshold is not None
             else None
         ),
         task_view=view,
@@ -329,6 +357,19 @@ def _compare_metric(
     return comparison, per_task
 
 
+@contextmanager
+def _within_float_range(key: str) -> Iterator[None]:
+    """A statistic beyond float range is a refusal naming the metric, not a crash."""
+    try:
+        yield
+    except OverflowError:
+        raise ComparisonError(
+            "overflow",
+            f"metric {key}: its run values are too large to compare (a difference, "
+            "mean or spread is beyond float range)",
+        ) from None
+
+
 def _relation(
     comparable: bool, spec: ComparisonSpec, metrics: dict[str, MetricComparison]
 ) -> Relation:
@@ -349,9 +390,12 @@ def compare(
 ) -> ComparisonReport:
     """paired-difference/v1 of candidate ``a`` against ``b`` on ``suite``.
 
-    Refuses an unpaired design (ComparisonError "unpaired-design") and an objective
-    on a metric neither side measured ("unknown-metric"). Failed conditions C1–C4
-    are reported, not refused: the relation is then "not-comparable".
+    Refuses an unpaired design (ComparisonError "unpaired-design"), an objective
+    on a metric neither side measured ("unknown-metric") and run values whose
+    statistics leave float range ("overflow"). Failed conditions C1–C4 are
+    reported, not refused: the relation is then "not-comparable". Every report
+    carries its A/A calibration (``report.calibration``), measured by simulation
+    too when ``spec.calibrate``.
     """
     seeds = check_pairing(a, b)
     failures = check_conditions(a, b, suite.digest, seeds)
@@ -368,13 +412,11 @@ def compare(
     context = _Context(spec=spec, comparable=comparable, timing=timing, paired=paired)
     metrics, task_differences = {}, {}
     for key in keys:
-        metrics[key], per_task = _compare_metric(key, a, b, context)
+        with _within_float_range(key):
+            metrics[key], per_task = _compare_metric(key, a, b, context)
         if per_task:
             task_differences[key] = per_task
     by_seed, counts = task_changes(paired) if comparable else ((), ())
-    identical = a.harness_fingerprint == b.harness_fingerprint and canonical_bytes(
-        a.harness_config
-    ) == canonical_bytes(b.harness_config)
     return ComparisonReport(
         a=CandidateRef(name=a.name, harness_fingerprint=a.harness_fingerprint),
         b=CandidateRef(name=b.name, harness_fingerprint=b.harness_fingerprint),
@@ -390,7 +432,8 @@ def compare(
         metrics=metrics,
         relation=_relation(comparable, spec, metrics),
         config_diff=tuple(config_diff(a.harness_config, b.harness_config)),
-        seed_only_difference=identical,
+        seed_only_difference=same_harness(a, b),
+        calibration=calibrate(spec, metrics, seeds) if comparable else None,
         restricted=RestrictedComparison(
             task_changes_by_seed=by_seed, task_changes=counts, task_differences=task_differences
         ),
