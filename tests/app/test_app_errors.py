@@ -75,3 +75,12 @@ def test_a_candidate_given_as_a_string_says_how_to_choose_a_file(tmp_path, xaytu
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("error: bad-config: candidates.b:")
     assert "candidate@candidates.b=terse" in line
+
+
+def test_two_seeds_say_why_the_verdict_is_inconclusive(tmp_path, xaytune):
+    result = xaytune(
+        tmp_path, "+experiment=quickstart", "seeds=[101,102]", "sampling.count=4", "progress=false"
+    )
+    assert result.returncode == 0, result.describe()
+    (why,) = [line for line in result.stdout.splitlines() if line.startswith("why inconclusive:")]
+    assert "task_success: 2 seed(s): the rule needs at least 3 (add seeds)" in why

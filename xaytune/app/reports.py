@@ -224,6 +224,9 @@ def terminal_table(report: ComparisonReport, *, console=None) -> None:
     for row in _rows(report):
         table.add_row(*row)
     console.print(table)
+    why = _why_inconclusive(report)
+    if why is not None:
+        console.print(f"why inconclusive: {why}", markup=False)
     for line in _warnings(report):
         console.print(line.replace("**", ""), markup=False)
     for line in _calibration_lines(report):
@@ -233,6 +236,31 @@ def terminal_table(report: ComparisonReport, *, console=None) -> None:
         text = _power_text(metric) if metric is not None else None
         if text is not None:
             console.print(f"power, {objective.metric}: {text}", markup=False)
+
+
+# Why an objective named no side, in the words a user acts on.
+_INCONCLUSIVE_BECAUSE = {
+    "too-few-replicates": "{r} seed(s): the rule needs at least 3 (add seeds)",
+    "within-threshold": "the mean difference does not exceed max(min_effect, k·se)",
+    "no-variance": "every seed shows the same difference and min_effect is 0",
+    "absent": "a replicate has no run value on one side (nothing is imputed)",
+    "timing-environment-differs": "the sides ran in different timing environments",
+    "timing-environment-undeclared": "a replicate declares no timing environment",
+}
+
+
+def _why_inconclusive(report: ComparisonReport) -> str | None:
+    """One line saying why no objective named a side (None unless inconclusive)."""
+    if report.relation != "inconclusive":
+        return None
+    reasons = []
+    for objective in report.spec.objectives:
+        metric = report.metrics.get(objective.metric)
+        if metric is None or metric.verdict != "inconclusive":
+            continue
+        text = _INCONCLUSIVE_BECAUSE.get(metric.reason, metric.reason)
+        reasons.append(f"{objective.metric}: {text.format(r=len(report.seeds))}")
+    return "; ".join(reasons) or None
 
 
 def _plot_png(report: ComparisonReport) -> dict[str, bytes]:
