@@ -1,7 +1,14 @@
-"""``python -m xaytune.verify DIR``: re-verify an output tree from its files alone.
+"""``python -m xaytune.verify DIR [--trust PUBLIC_KEY_PEM] [--suite SUITE_DIR ...]``:
+re-verify an output tree from its files alone (and the suite, found by the path the
+manifest records or among the ``--suite`` directories by its digest).
 
-One line per problem; exit 0 only when everything verifies. The command an auditor
-runs on a tree someone sends them.
+One line per problem; exit 0 only when everything verifies, 1 when something does not,
+2 on a usage error or an unreadable key. The command an auditor runs on a tree someone
+sends them. With ``--trust``, the tree's signature (``signature.dsse.json``, written by
+``python -m xaytune.sign``) must verify with that ed25519 public key and cover exactly
+the tree's files, byte for byte (:func:`xaytune.app.signing.check_signature`), in
+addition to every other check. Without it a signature present is reported as signed,
+not checked.
 """
 
 from __future__ import annotations
@@ -11,19 +18,63 @@ from pathlib import Path
 
 __all__ = ["main"]
 
+USAGE = (
+    "usage: python -m xaytune.verify <output dir> [--trust <ed25519 public key PEM>] "
+    "[--suite <suite dir> ...]"
+)
+
+
+def _parse(args: list[str]) -> tuple[Path, Path | None, tuple[Path, ...]] | None:
+    """(tree, trusted key, suite dirs) from the arguments, or None when they are not a
+    command. ``--suite`` (repeatable) names a suite to use instead of the path a
+    manifest records, matched by digest (a tree verified on another machine)."""
+    positional: list[str] = []
+    trust: str | None = None
+    suites: list[Path] = []
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg in ("-h", "--help"):
+            return None
+        if arg == "--trust" and rest and trust is None:
+            trust = rest.pop(0)
+        elif arg.startswith("--trust=") and trust is None:
+            trust = arg.removeprefix("--trust=")
+        elif arg == "--suite" and rest:
+            suites.append(Path(rest.pop(0)))
+        elif arg.startswith("--suite=") and arg != "--suite=":
+            suites.append(Path(arg.removeprefix("--suite=")))
+        elif arg.startswith("-") and arg != "-":
+            return None
+        else:
+            positional.append(arg)
+    if len(positional) != 1 or trust == "":
+        return None
+    return Path(positional[0]), None if trust is None else Path(trust), tuple(suites)
+
 
 def main(argv: list[str] | None = None) -> int:
     from xaytune.app.audit import audit_tree
+    from xaytune.app.signing import SIGNATURE_FILE, check_signature, load_public_key
+    from xaytune.core.errors import XaytuneError
 
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or args[0] in ("-h", "--help"):
-        print("usage: python -m xaytune.verify <output dir>", file=sys.stderr)
+    parsed = _parse(sys.argv[1:] if argv is None else argv)
+    if parsed is None:
+        print(USAGE, file=sys.stderr)
         return 2
-    root = Path(args[0])
+    root, trust, suites = parsed
     if not root.is_dir():
         print(_one_line(f"error: {root}: not a directory"), file=sys.stderr)
         return 2
-    problems, counts, warnings = audit_tree(root)
+    try:
+        public_key = None if trust is None else load_public_key(trust)
+    except XaytuneError as error:
+        print(_one_line(f"error: {error}"), file=sys.stderr)
+        return 2
+    problems, counts, warnings = audit_tree(root, suites=suites)
+    signed = (root / SIGNATURE_FILE).exists()
+    if public_key is not None:
+        problems = problems + check_signature(root.absolute(), public_key)
     for warning in warnings:
         print(_one_line(f"warning: {warning}"))
     for problem in problems:
@@ -35,6 +86,15 @@ def main(argv: list[str] | None = None) -> int:
         f"ok: {counts['stores']} evidence stores, {counts['subjects']} published subjects, "
         f"{counts['reports']} reports verified"
     )
+    if public_key is not None:
+        print(f"signature: every file is as signed by the trusted key ({trust})")
+    elif signed:
+        print(
+            _one_line(
+                f"signed, not checked: {root / SIGNATURE_FILE} "
+                "(give --trust <public key PEM> to check it)"
+            )
+        )
     return 0
 
 

@@ -1,0 +1,613 @@
+"""A release bundle: what may be shared of a run under its disclosure, scanned for references.
+
+``python -m xaytune.share <run dir> --out <dir>`` writes, at paths as in the run::
+
+    bundle.json                     the index: disclosure, every file's sha256, what was
+                                    withheld, what the scan looked for
+    manifest.json                   each manifest of the run (a sweep's root and jobs), its
+                                    ``reports`` limited to the bundled files
+    comparison*/report.{json,md,html}, *.png   the released comparison (and any made
+                                    again); never report.restricted.json
+    candidates/<c>/candidate.json
+    <replicate>/evaluation/<label>/evaluation.json   each released evaluation
+    <replicate>/evidence/<hex>.released.json         the released form of a published
+                                    evidence subject (below)
+
+Nothing whose path holds ``restricted`` is bundled, nor the attempt files, the published
+statements (their predicate holds every answer), ``.hydra/`` or logs. The manifest is
+not copied whole: its digests of the restricted files would let a reader who can
+rebuild such a file but for its success bits find those bits by trying them.
+
+**Released evidence.** Per replicate: the subject digest (the manifest's and the
+evaluations' ``subject_digest``), suite, assignment, seed, harness and model; per task
+its position, id, spec fingerprint and status; per attempt its number, status,
+``recovered``, record digest (the record is attribution only), trajectory length and
+spend (turns, model and tool calls, tool errors, retries, tokens, peak context, model
+and tool time). Never an answer, a model reply, a tool call or result, a task input,
+an outcome detail, or a seal digest or chain head: a seal and a chain head are digests
+of the answer next to the spend released here, so for a short answer (a number, a
+one-line reply) trying candidate answers finds it. Under ``per-task`` disclosure
+(per-task scores are released there by definition) each attempt also gives its
+terminal word (``answer``, ``budget-stop``, ...); answers still reveal references and
+stay out.
+
+**The reference scan** (``xaytune.reference-scan/v1``) runs over the written bundle,
+in a temporary directory beside ``--out``, before it is renamed into place. Its secrets
+are every reference of the run's suites (each reference record's ``answer`` and every
+other string in it but its ``id``) and every answer of every attempt in the published
+evidence (next to a released score, an answer gives the reference; one whose tokens are
+in the candidates' own declared texts, a model echoing its prompt, is looked for only as
+a whole value). Every bundled file is scanned, ``bundle.json`` and the manifests too.
+Normal form: NFKC, case-folded, whitespace collapsed; a number loses thousands
+separators and trailing fractional zeros (``1,000.0`` is ``1000``). Tokens are maximal
+runs of letters and digits (a digit run inside a hex digest is no token), a number with
+separators or a decimal point being one token. A secret is *distinctive* when its
+tokens hold at least 5 characters. A leak is:
+
+- a JSON string value whose normal form is a secret's (values of ``label``,
+  ``version`` and ``revision`` excepted: identifiers set by code or config, candidate
+  labels ``a``/``b`` and part versions ``1``, which a multiple-choice or numeric
+  reference would otherwise match);
+- a distinctive secret's token sequence in any JSON string value, in the text of any
+  other file (HTML entities decoded, embedded ``data:`` images scanned as files), and
+  in PNG files' bytes and compressed text chunks.
+
+Not scanned: JSON numbers, booleans and object keys (measurements, labels, metric
+names), and plot pixels (drawn from report.json's released values). A short secret
+(``4``, ``12``, ``B``) is found only as a whole string value: in prose or as a number it
+cannot be told from a measurement. A leak refuses the bundle (``reference-leak``,
+naming the file and the task) and nothing is left at ``--out``.
+
+Other refusals, one line each: not a finished run (``not-a-run``, ``bad-manifest``,
+``incomplete-run``), a link in it (``symlink``), its suite not here or not the one
+recorded (``suite-missing``, ``suite-mismatch``), a listed report missing or not the
+recorded bytes (``report-missing``, ``digest-mismatch``: verify the tree first), a
+published statement refused (``subject-missing``, ``subject-tampered``), an evaluation
+released per-task in an aggregate run (``disclosure-mismatch``), and an ``--out`` inside
+the run, not empty or without its parent (``out-inside-run``, ``out-not-empty``,
+``out-parent-missing``). The run is only read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import json
+import os
+import re
+import secrets
+import shutil
+import unicodedata
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from xaytune import __version__
+from xaytune.app._manifest_view import ManifestView, inside, read_manifest
+from xaytune.app._tree import find_links
+from xaytune.core.canonical import canonical_bytes, sha256_digest
+from xaytune.core.domain.benchmark import SuiteSource
+from xaytune.core.errors import XaytuneError
+from xaytune.harness.evidence import HarnessRunEvidence
+from xaytune.harness.publish import PublishedSubject, load_published
+from xaytune.harness.store import SpendRecord
+from xaytune.suites import builtin_suite_path
+
+__all__ = ["BUNDLE_INDEX", "BUNDLE_SCHEMA", "Bundle", "check_bundle", "share_run"]
+
+BUNDLE_INDEX = "bundle.json"
+BUNDLE_SCHEMA = "xaytune.release-bundle/v1"
+RELEASED_EVIDENCE_SCHEMA = "xaytune.released-evidence/v1"
+RELEASED_SUFFIX = ".released.json"
+SCAN_RULES = "xaytune.reference-scan/v1"
+MANIFEST = "manifest.json"  # xaytune.app.manifest.MANIFEST (not imported: it pulls scipy in)
+SIGNATURE_FILE = "signature.dsse.json"  # a bundle may be signed (python -m xaytune.sign)
+DISTINCTIVE = 5  # characters in a secret's tokens for it to be looked for in text
+IDENTIFIER_KEYS = frozenset({"label", "version", "revision"})
+# What the released evidence never gives (recorded in each file, for its reader).
+WITHHELD_EVIDENCE = (
+    "answer",
+    "outcome-detail",
+    "seal-digest",
+    "trajectory-head",
+    "trajectory",
+    "task-input",
+)
+
+Disclosure = Literal["aggregate", "per-task"]
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle written: where, under which disclosure, and what the scan covered."""
+
+    path: Path
+    disclosure: Disclosure
+    files: int
+    references: int
+    answers: int
+
+
+def share_run(run: Path, out: Path) -> Bundle:
+    """Write the release bundle of the finished run ``run`` at ``out`` (absent or an
+    empty directory, outside the run), whole and scanned, or refuse and leave nothing."""
+    run, out = run.absolute(), out.absolute()
+    _check_out(run, out)
+    plan = _plan(run)
+    partial = out.parent / f".{out.name}.partial-{secrets.token_hex(6)}"
+    partial.mkdir()  # the umask's mode, as any directory the user makes (not mkdtemp's 0700)
+    try:
+        files = _write(plan, partial)
+        plan.scanner.scan(partial)
+        try:
+            os.rename(partial, out)  # replaces an empty directory, never a full one
+        except OSError as error:
+            raise XaytuneError(
+                "out-not-empty", f"{out}: cannot be replaced ({error.strerror})"
+            ) from None
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return Bundle(out, plan.disclosure, files, plan.scanner.references, plan.scanner.answers)
+
+
+def _check_out(run: Path, out: Path) -> None:
+    if not (run / MANIFEST).is_file():
+        raise XaytuneError("not-a-run", f"{run}: no {MANIFEST}; not an xaytune output tree")
+    real_run, real_out = run.resolve(), out.resolve()
+    if real_out == real_run or real_run in real_out.parents:
+        raise XaytuneError("out-inside-run", f"{out}: inside the run {run}; write it elsewhere")
+    if out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
+        raise XaytuneError("out-not-empty", f"{out}: exists and is not an empty directory")
+    if not out.parent.is_dir():
+        raise XaytuneError("out-parent-missing", f"{out.parent}: no such directory")
+
+
+# ---------------------------------------------------------------- what is bundled
+
+
+@dataclass
+class _Plan:
+    disclosure: Disclosure
+    copies: dict[str, Path] = field(default_factory=dict)  # bundle name -> run file
+    written: dict[str, bytes] = field(default_factory=dict)  # bundle name -> content
+    withheld: dict[str, list[str]] = field(default_factory=dict)  # manifest -> reports
+    scanner: _Scanner = field(default_factory=lambda: _Scanner())
+
+
+def _plan(run: Path) -> _Plan:
+    links = find_links(run)
+    if links:
+        raise XaytuneError("symlink", f"{links[0]}: an output tree holds no links; not shared")
+    manifests = [(path, read_manifest(path)) for path in sorted(run.rglob(MANIFEST))]
+    plan = _Plan(disclosure=_disclosure(manifests))
+    sources: dict[str, SuiteSource] = {}
+    evidence: dict[str, HarnessRunEvidence] = {}
+    for path, view in manifests:
+        base = path.parent
+        prefix = "" if base == run else base.relative_to(run).as_posix()
+        if view.suite.digest not in sources:
+            sources[view.suite.digest] = _suite_source(view, path)
+        bundled = {}
+        for name, digest in view.reports.items():
+            if "restricted" in name:
+                plan.withheld.setdefault(_join(prefix, MANIFEST), []).append(name)
+                continue
+            plan.copies[_join(prefix, name)] = _report(base, name, digest, path)
+            bundled[name] = digest
+        for replicate in view.replicates:
+            directory = inside(base, replicate.path)
+            if directory is None:
+                raise XaytuneError("bad-manifest", f"{path}: replicate {replicate.path!r}")
+            for digest in replicate.evidence_digests:
+                hexdigest = digest.removeprefix("sha256:")
+                if len(hexdigest) != 64 or not set(hexdigest) <= set("0123456789abcdef"):
+                    raise XaytuneError("bad-manifest", f"{path}: evidence digest {digest!r}")
+                name = _join(prefix, f"{replicate.path}/evidence/{hexdigest}{RELEASED_SUFFIX}")
+                if name not in evidence:
+                    evidence[name] = _published(directory / "evidence", digest)
+        raw = json.loads(path.read_bytes())
+        raw["reports"] = bundled
+        plan.written[_join(prefix, MANIFEST)] = canonical_bytes(raw) + b"\n"
+    for name, record in evidence.items():
+        plan.written[name] = canonical_bytes(_released(record, plan.disclosure)) + b"\n"
+    _check_disclosure(plan)
+    for source in sources.values():
+        for task_id in source.suite.task_ids:
+            plan.scanner.add_reference(source.reference(task_id).model_dump(), task_id)
+    shown = [
+        _tokens(text) for _, view in manifests for text in _strings(view.config.get("candidates"))
+    ]
+    for name, record in evidence.items():
+        where = name.removesuffix(RELEASED_SUFFIX).rsplit("/evidence/", 1)[0]
+        for entry in record.entries:
+            for attempt in entry.attempts:
+                if attempt.outcome is not None and attempt.outcome.answer is not None:
+                    plan.scanner.add_answer(
+                        attempt.outcome.answer,
+                        f"the answer of task {entry.task_id} ({where}, attempt {attempt.attempt})",
+                        shown,
+                    )
+    return plan
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}/{name}" if prefix else name
+
+
+def _disclosure(manifests: list[tuple[Path, ManifestView]]) -> Disclosure:
+    """The run's disclosure: aggregate when any manifest says so (the stricter one)."""
+    if not manifests:
+        raise XaytuneError("not-a-run", "no manifest.json; not an xaytune output tree")
+    found = set()
+    for path, view in manifests:
+        disclosure = view.config.get("disclosure", "aggregate")
+        if disclosure not in ("aggregate", "per-task"):
+            raise XaytuneError("bad-manifest", f"{path}: disclosure {disclosure!r}")
+        found.add(disclosure)
+    return "aggregate" if "aggregate" in found else "per-task"
+
+
+def _suite_source(view: ManifestView, path: Path) -> SuiteSource:
+    """The manifest's suite, pinned by its digest: the scan needs its references."""
+    suite = view.suite
+    if suite.builtin is not None:
+        location = builtin_suite_path(suite.builtin)
+    elif suite.path is not None:
+        location = Path(suite.path)
+    else:
+        raise XaytuneError("bad-manifest", f"{path}: suite: neither builtin nor path")
+    source = SuiteSource(location)
+    if source.digest != suite.digest:
+        raise XaytuneError(
+            "suite-mismatch", f"suite at {location} is not the one {path} records ({suite.digest})"
+        )
+    return source
+
+
+def _report(base: Path, name: str, digest: str, manifest: Path) -> Path:
+    """A report the manifest lists, if it is a regular file inside the run with the
+    digest recorded (the bundle's manifest claims that digest)."""
+    report = inside(base, name)
+    if report is None:
+        raise XaytuneError("bad-manifest", f"{manifest}: report {name!r} is not inside the run")
+    try:
+        data = report.read_bytes()
+    except OSError as error:
+        raise XaytuneError("report-missing", f"{report}: {error.strerror}") from None
+    if sha256_digest(data) != digest:
+        raise XaytuneError(
+            "digest-mismatch",
+            f"{report}: not the file {manifest} records; run python -m xaytune.verify",
+        )
+    return report
+
+
+def _published(store_root: Path, digest: str) -> HarnessRunEvidence:
+    statement = store_root / "published" / f"{digest.removeprefix('sha256:')}.intoto.json"
+    subject = PublishedSubject(digest=digest, path=str(statement), store_root=str(store_root))
+    return load_published(subject)
+
+
+def _released(evidence: HarnessRunEvidence, disclosure: Disclosure) -> dict[str, Any]:
+    """The released form of one replicate's evidence (module docstring)."""
+    entries = []
+    for entry in evidence.entries:
+        attempts = []
+        for attempt in entry.attempts:
+            released: dict[str, Any] = {
+                "attempt": attempt.attempt,
+                "status": attempt.status,
+                "recovered": attempt.recovered,
+                "record_digest": attempt.record_digest,
+                "trajectory_events": attempt.trajectory_events,
+                "spend": {key: getattr(attempt.spend, key) for key in SpendRecord.model_fields},
+            }
+            if disclosure == "per-task" and attempt.outcome is not None:
+                released["terminal"] = attempt.outcome.terminal
+            attempts.append(released)
+        entries.append(
+            {
+                "position": entry.position,
+                "task_id": entry.task_id,
+                "spec_fingerprint": entry.spec_fingerprint,
+                "status": entry.status,
+                "attempts": attempts,
+            }
+        )
+    return {
+        "schema": RELEASED_EVIDENCE_SCHEMA,
+        "disclosure": disclosure,
+        "subject": {"kind": "agent_run_evidence", "digest": evidence.digest},
+        "suite_name": evidence.suite_name,
+        "suite_digest": evidence.suite_digest,
+        "sampling": evidence.sampling.model_dump(mode="json"),
+        "assignment_digest": evidence.assignment_digest,
+        "seed": evidence.seed,
+        "replicate": evidence.replicate,
+        "harness_fingerprint": evidence.harness_fingerprint,
+        "model": evidence.model.model_dump(mode="json"),
+        "withheld": list(WITHHELD_EVIDENCE),
+        "entries": entries,
+    }
+
+
+def _check_disclosure(plan: _Plan) -> None:
+    """Under aggregate, no bundled report was released per-task (an evaluator configured
+    with its own ``metadata.disclosure``): refused, never silently dropped."""
+    if plan.disclosure != "aggregate":
+        return
+    for name, path in plan.copies.items():
+        if not name.endswith(".json"):
+            continue
+        data = json.loads(path.read_bytes())
+        header = (data.get("evaluation") or data.get("spec")) if isinstance(data, dict) else None
+        if isinstance(header, dict) and header.get("disclosure") == "per-task":
+            raise XaytuneError(
+                "disclosure-mismatch",
+                f"{path}: released per-task, but the run's disclosure is aggregate",
+            )
+
+
+def _write(plan: _Plan, root: Path) -> int:
+    """Every bundled file and the index under ``root``; the number of files."""
+    digests = {}
+    contents = {name: path.read_bytes() for name, path in plan.copies.items()} | plan.written
+    for name, data in sorted(contents.items()):
+        target = inside(root, name)
+        if target is None:  # names come from the manifest: never outside the bundle
+            raise XaytuneError("bad-manifest", f"{name!r} is not a path inside the bundle")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        digests[name] = sha256_digest(data)
+    index = {
+        "schema": BUNDLE_SCHEMA,
+        "disclosure": plan.disclosure,
+        "xaytune": __version__,
+        "files": digests,
+        "withheld": plan.withheld,
+        "released_evidence_withholds": list(WITHHELD_EVIDENCE),
+        "scan": {
+            "rules": SCAN_RULES,
+            "references": plan.scanner.references,
+            "answers": plan.scanner.answers,
+        },
+    }
+    (root / BUNDLE_INDEX).write_bytes(canonical_bytes(index) + b"\n")
+    return len(digests) + 1
+
+
+# ---------------------------------------------------------------- the reference scan
+
+_SPACE = re.compile(r"\s+")
+_NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+_WHOLE_NUMBER = re.compile(rf"[+-]?{_NUMBER}")
+_TOKEN = re.compile(rf"{_NUMBER}(?![^\W_])|[^\W_]+")
+_DATA_URI = re.compile(r"data:[\w.+/-]*;base64,([A-Za-z0-9+/=\s]+)")
+_PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _number(text: str) -> str:
+    text = text.replace(",", "")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _normal(text: str) -> str:
+    text = _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    return _number(text) if _WHOLE_NUMBER.fullmatch(text) else text
+
+
+def _tokens(text: str) -> list[str]:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return [
+        _number(t) if t[0].isdigit() and _WHOLE_NUMBER.fullmatch(t) else t
+        for t in _TOKEN.findall(folded)
+    ]
+
+
+class _Scanner:
+    """The secrets (references, answers) and the rules that find them (module docstring)."""
+
+    def __init__(self) -> None:
+        self.whole: dict[str, str] = {}
+        self.by_first: dict[str, list[tuple[tuple[str, ...], str]]] = defaultdict(list)
+        self.references = 0
+        self.answers = 0
+
+    def add_reference(self, record: dict[str, Any], task_id: str) -> None:
+        self.references += 1
+        for text in _strings({k: v for k, v in record.items() if k != "id"}):
+            self._add(text, f"the reference of task {task_id}")
+
+    def add_answer(self, answer: str, what: str, shown: list[list[str]]) -> None:
+        """An answer; looked for only as a whole value when its tokens are in ``shown``
+        (the tokens of the texts the candidates declare: a weak model echoing its
+        prompt's "ANSWER: <number>" says nothing of a reference the prompt does not)."""
+        self.answers += 1
+        tokens = _tokens(answer)
+        copied = any(_at(line, tokens) is not None for line in shown)
+        self._add(answer, what, text=not copied)
+
+    def _add(self, secret: str, what: str, *, text: bool = True) -> None:
+        normal = _normal(secret)
+        if not normal:
+            return
+        self.whole.setdefault(normal, what)  # a reference first: it names the task
+        tokens = _tokens(secret)
+        if text and sum(map(len, tokens)) >= DISTINCTIVE:
+            self.by_first[tokens[0]].append((tuple(tokens), what))
+
+    def scan(self, root: Path) -> None:
+        """Refuse (``reference-leak``) the first file under ``root`` holding a secret."""
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            name = path.relative_to(root).as_posix()
+            found = self._file(path.name, path.read_bytes())
+            if found is not None:
+                raise XaytuneError("reference-leak", f"{name} holds {found}; nothing was shared")
+
+    def _file(self, name: str, data: bytes) -> str | None:
+        if name.endswith(".json"):
+            try:
+                return self._json(json.loads(data), None)
+            except (ValueError, RecursionError):
+                pass  # not JSON after all: scanned as text
+        if data.startswith(_PNG):
+            return self._png(data)
+        text = data.decode("utf-8", errors="replace")
+        for encoded in _DATA_URI.findall(text):
+            try:
+                found = self._file("", base64.b64decode("".join(encoded.split())))
+            except (binascii.Error, ValueError):
+                found = self._text(encoded)
+            if found is not None:
+                return found
+        return self._text(html.unescape(_DATA_URI.sub(" ", text)))
+
+    def _json(self, value: Any, key: str | None) -> str | None:
+        if isinstance(value, str):
+            if key not in IDENTIFIER_KEYS and _normal(value) in self.whole:
+                return self.whole[_normal(value)]
+            return self._text(value)
+        if isinstance(value, dict | list):
+            children = value.items() if isinstance(value, dict) else enumerate(value)
+            for child_key, child in children:
+                found = self._json(child, child_key if isinstance(child_key, str) else key)
+                if found is not None:
+                    return found
+        return None
+
+    def _png(self, data: bytes) -> str | None:
+        """Its bytes (uncompressed text chunks among them) and its compressed text."""
+        texts = [data.decode("latin-1")]
+        at = len(_PNG)
+        while at + 8 <= len(data):
+            length = int.from_bytes(data[at : at + 4], "big")
+            kind, body = data[at + 4 : at + 8], data[at + 8 : at + 8 + length]
+            at += 12 + length
+            try:
+                if kind == b"zTXt":
+                    texts.append(zlib.decompress(body.split(b"\0", 1)[1][1:]).decode("latin-1"))
+                elif kind == b"iTXt":
+                    _, rest = body.split(b"\0", 1)
+                    text = rest[2:].split(b"\0", 2)[2]
+                    texts.append((zlib.decompress(text) if rest[0] else text).decode("utf-8"))
+            except (IndexError, ValueError, zlib.error):
+                continue  # a malformed chunk: its bytes are scanned with the file's
+        for text in texts:
+            found = self._text(text)
+            if found is not None:
+                return found
+        return None
+
+    def _text(self, text: str) -> str | None:
+        tokens = _tokens(text)
+        for i, token in enumerate(tokens):
+            for sequence, what in self.by_first.get(token, ()):
+                if tuple(tokens[i : i + len(sequence)]) == sequence:
+                    return what
+        return None
+
+
+def _at(tokens: list[str], sequence: list[str]) -> int | None:
+    """Where ``sequence`` starts in ``tokens`` (None: nowhere, or it is empty)."""
+    if sequence:
+        for i in range(len(tokens) - len(sequence) + 1):
+            if tokens[i : i + len(sequence)] == sequence:
+                return i
+    return None
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+# ---------------------------------------------------------------- checking a bundle
+
+
+def check_bundle(bundle: Path) -> list[str]:
+    """Problems (one line each) of a bundle read on its own: its index lists exactly its
+    files with their digests; each manifest lists exactly the bundled reports, with
+    their digests; each released evidence and each evaluation is of evidence its
+    manifest records for that replicate. (The scan needs the references, which a
+    reader does not have: it ran when the bundle was written.)"""
+    try:
+        index = json.loads((bundle / BUNDLE_INDEX).read_bytes())
+        listed = dict(index["files"])
+        if index["schema"] != BUNDLE_SCHEMA:
+            raise ValueError(index["schema"])
+    except (OSError, ValueError, RecursionError, KeyError, TypeError):
+        return [f"bundle-mismatch: {bundle / BUNDLE_INDEX}: not a {BUNDLE_SCHEMA} index"]
+    problems = []
+    present = {
+        p.relative_to(bundle).as_posix(): p
+        for p in bundle.rglob("*")
+        if p.is_file() or p.is_symlink()
+    }
+    for name in sorted(set(listed) | set(present) - {BUNDLE_INDEX, SIGNATURE_FILE}):
+        path = bundle / name
+        if name not in present or path.is_symlink():
+            problems.append(f"bundle-mismatch: {path}: listed in {BUNDLE_INDEX}, missing")
+        elif name not in listed:
+            problems.append(f"bundle-mismatch: {path}: not listed in {BUNDLE_INDEX}")
+        elif sha256_digest(path.read_bytes()) != listed[name]:
+            problems.append(f"bundle-mismatch: {path}: not the file {BUNDLE_INDEX} records")
+    for path in sorted(bundle.rglob(MANIFEST)):
+        try:
+            problems += _manifest_problems(path.parent, read_manifest(path))
+        except XaytuneError as error:
+            problems.append(str(error))
+    return problems
+
+
+def _manifest_problems(base: Path, view: ManifestView) -> list[str]:
+    from xaytune.app.manifest import report_files
+
+    problems = []
+    for name, digest in view.reports.items():
+        report = inside(base, name)
+        if report is None or not report.is_file():
+            problems.append(f"bundle-mismatch: {base / MANIFEST}: lists {name}, not bundled")
+        elif sha256_digest(report.read_bytes()) != digest:
+            problems.append(f"bundle-mismatch: {report}: not the file {base / MANIFEST} records")
+    for report in report_files(base):
+        if report.relative_to(base).as_posix() not in view.reports:
+            problems.append(f"bundle-mismatch: {report}: a report {base / MANIFEST} does not list")
+    for replicate in view.replicates:
+        directory = inside(base, replicate.path)
+        if directory is None:
+            problems.append(f"bad-manifest: {base / MANIFEST}: replicate {replicate.path!r}")
+            continue
+        recorded = set(replicate.evidence_digests)
+        for digest in recorded:
+            path = directory / "evidence" / f"{digest.removeprefix('sha256:')}{RELEASED_SUFFIX}"
+            try:
+                released = json.loads(path.read_bytes())
+                ok = (
+                    released["subject"]["digest"] == digest
+                    and released["seed"] == replicate.seed
+                    and released["assignment_digest"] == replicate.assignment_digest
+                )
+            except (OSError, ValueError, RecursionError, KeyError, TypeError):
+                ok = False
+            if not ok:
+                problems.append(f"bundle-mismatch: {path}: not the released evidence {digest}")
+        for path in sorted(directory.glob("evaluation/*/evaluation.json")):
+            try:
+                subject = json.loads(path.read_bytes())["evaluation"]["subject_digest"]
+            except (OSError, ValueError, RecursionError, KeyError, TypeError):
+                subject = None
+            if subject not in recorded:
+                problems.append(
+                    f"bundle-mismatch: {path}: not an evaluation of evidence "
+                    f"{base / MANIFEST} records for {replicate.path}"
+                )
+    return problems
