@@ -56,6 +56,17 @@ def _fail(error: XaytuneError) -> None:
     sys.exit(2)
 
 
+def _quiet_http_logs() -> None:
+    """An endpoint's per-request INFO lines (httpx) drown the progress lines: off
+    unless the user configured those loggers (``hydra.job_logging.loggers.httpx``)."""
+    import logging
+
+    for name in ("httpx", "httpcore"):
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)
+
+
 def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare: bool) -> int:
     """Run this job's replicates into ``out``; compare and report when ``compare``."""
     from xaytune.app.experiment import load_source, run_replicate
@@ -63,6 +74,7 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
     from xaytune.app.parts import experiment_toolbox
     from xaytune.app.progress import replicate_progress
 
+    _quiet_http_logs()
     source = load_source(cfg)
     toolbox = experiment_toolbox(cfg)
     # A resumed sweep's job that had not started yet has no manifest: it starts afresh.
