@@ -350,3 +350,105 @@ def test_a_hanging_tool_is_stopped_by_the_harness_timeout_and_counted(bench: Ben
     assert "timed out after 0.05 s" in model.requests[1].messages[-1].content
     events = read_attempt(result.path)[1]
     assert events[2]["v"]["error"] == "tool-timeout"
+
+
+# -- found in review: concurrency, leftovers, swallowed interruptions, spinning ------
+
+
+@register_loop(name="test-gather")
+async def gather_many(ctx: LoopContext) -> str | None:
+    """Ten model calls at once (a self-consistency loop): one at a time to the host."""
+    replies = await asyncio.gather(
+        *(ctx.generate(list(ctx.messages), tools=()) for _ in range(10)), return_exceptions=True
+    )
+    texts = [r.text for r in replies if not isinstance(r, BaseException)]
+    return texts[-1] if texts else None
+
+
+def test_calls_gathered_at_once_cannot_pass_the_budgets_together(bench: Bench) -> None:
+    model = ScriptedModel(default=reply("ANSWER: 1"), delay_s=0.01)
+    result = run(bench, with_loop("test-gather", max_turns=3), model)
+    assert len(model.requests) == 3 and result.outcome.terminal == "budget-stop"
+    assert len({request.sampling_key for request in model.requests}) == 3
+    turns = [e["v"]["turn"] for e in read_attempt(result.path)[1] if e["type"] == "model_reply"]
+    assert turns == [0, 1, 2]
+
+
+@register_loop(name="test-in-flight")
+async def in_flight(ctx: LoopContext) -> str | None:
+    """Returns while one of its model calls is still in flight."""
+    SEEN["in-flight"] = asyncio.ensure_future(ctx.generate(list(ctx.messages), tools=()))
+    await asyncio.sleep(0)
+    return "ANSWER: 1"
+
+
+def test_a_call_in_flight_when_the_loop_returns_is_recorded_before_the_seal(
+    source, tmp_path: Path
+) -> None:
+    bench = Bench(source, tmp_path / "two", count=2)
+    harness = with_loop("test-in-flight")
+    specs = [bench.spec(harness, i, tools=TOOLS) for i in range(2)]
+    model = ScriptedModel(default=reply("late", usage=(100, 900)), delay_s=0.05)
+
+    async def go():
+        runs = await HarnessRunner().run_many(
+            specs, model=model, toolbox=Toolbox.default(), authorized_tools=TOOLS, concurrency=1
+        )
+        await SEEN.pop("in-flight")
+        return runs
+
+    runs = asyncio.run(go())
+    for task in runs:
+        seal, events = read_attempt(task.last.path)
+        # The call that was in flight is in the evidence it spent, never in another file.
+        assert [e["type"] for e in events] == ["start", "model_reply", "end"]
+        assert seal["spend"]["input_tokens"] == 100 and seal["spend"] == task.last.spend.as_dict()
+    evidence = assemble_evidence(
+        specs, bench.suite, bench.sampling, bench.assignment, bench.source, bench.store
+    )
+    assert all(entry.attested is not None for entry in evidence.entries)
+
+
+@register_loop(name="test-swallow-cancel")
+async def swallow_cancel(ctx: LoopContext) -> str | None:
+    with contextlib.suppress(asyncio.CancelledError):
+        await ctx.generate(list(ctx.messages))
+    return "ANSWER: 7"
+
+
+def test_a_loop_that_swallows_an_interruption_is_still_interrupted(bench: Bench) -> None:
+    model = ScriptedModel(default=reply("ANSWER: 1"), delay_s=5)
+    spec = bench.spec(with_loop("test-swallow-cancel"), 0, tools=TOOLS)
+
+    async def go():
+        task = asyncio.ensure_future(
+            HarnessRunner().run_task(
+                spec, model=model, toolbox=Toolbox.default(), authorized_tools=TOOLS
+            )
+        )
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    (path,) = Path(bench.store.task_output(0)).glob("*.jsonl")
+    seal, events = read_attempt(path)
+    assert seal["status"] == "partial" and events[-2]["type"] == "interrupted"
+
+
+@register_loop(name="test-spin")
+async def spin(ctx: LoopContext) -> str | None:
+    """Swallows every stop and never awaits anything else: would spin forever."""
+    while True:
+        try:
+            await ctx.generate(list(ctx.messages))
+        except LoopStop:
+            continue
+
+
+def test_a_loop_that_keeps_calling_after_its_stop_is_abandoned(bench: Bench) -> None:
+    model = ScriptedModel(default=reply("x"))
+    result = run(bench, with_loop("test-spin", max_turns=1), model)
+    assert len(model.requests) == 1
+    assert result.outcome.terminal == "budget-stop" and "max turns 1" in result.outcome.detail

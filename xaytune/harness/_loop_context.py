@@ -54,7 +54,7 @@ from xaytune.models._protocol import (
     TransientModelError,
 )
 
-__all__ = ["LoopContext", "LoopStop", "ModelUnavailable", "SpendView"]
+__all__ = ["LoopAbandoned", "LoopContext", "LoopStop", "ModelUnavailable", "SpendView"]
 
 
 class LoopStop(Exception):
@@ -64,6 +64,17 @@ class LoopStop(Exception):
     def __init__(self, outcome: Outcome) -> None:
         super().__init__(f"{outcome.terminal}: {outcome.detail}")
         self.outcome = outcome
+
+
+# Calls a loop may make after its attempt stopped before it is abandoned (a loop that
+# swallows every stop would otherwise spin forever without awaiting anything).
+MAX_CALLS_AFTER_STOP = 100
+
+
+class LoopAbandoned(BaseException):
+    """A loop kept calling after its attempt had stopped: the runner ends it (the
+    recorded stop is the outcome). A ``BaseException``, so ``except Exception`` in a
+    loop does not swallow it."""
 
 
 class ModelUnavailable(ExecutionError):
@@ -86,12 +97,14 @@ class _Host:
     """The runner's side of one attempt: what the context acts on."""
 
     __slots__ = (
+        "after_stop",
         "authorized",
         "cancel",
         "closed",
         "context_tokens",
         "final_text",
         "key",
+        "lock",
         "model",
         "schemas",
         "session",
@@ -121,6 +134,10 @@ class _Host:
         self.final_text: str | None = None
         self.closed = False
         self.unavailable: ModelUnavailable | None = None
+        # One model or tool call at a time: budgets are checked and spent, turns
+        # numbered and events recorded in one piece, even when a loop gathers calls.
+        self.lock = asyncio.Lock()
+        self.after_stop = 0
 
     def halt(self, outcome: Outcome, final_text: str | None = None) -> LoopStop:
         self.stop, self.final_text = outcome, final_text
@@ -131,12 +148,29 @@ class _Host:
             raise ExecutionError(
                 "loop-closed", f"task {self.spec.task_id}: {what} after the loop returned"
             )
-        if self.stop is not None:
-            raise LoopStop(self.stop)
-        if self.unavailable is not None:
-            raise self.unavailable
+        if self.stop is not None or self.unavailable is not None:
+            self.after_stop += 1
+            if self.after_stop > MAX_CALLS_AFTER_STOP:
+                raise LoopAbandoned(self.spec.task_id)
+            if self.stop is not None:
+                raise LoopStop(self.stop)
+            raise self.unavailable  # type: ignore[misc]
+
+    def record(self, kind: str, payload: dict[str, Any], what: str) -> None:
+        """Append one event, unless the attempt is sealed already (never after it)."""
+        if self.closed:
+            raise ExecutionError(
+                "loop-closed", f"task {self.spec.task_id}: {what} after the loop returned"
+            )
+        self.session.event(kind, payload)
 
     async def generate(
+        self, messages: Sequence[Message], tools: tuple[ToolSchema, ...], max_output: int | None
+    ) -> ModelReply:
+        async with self.lock:
+            return await self._generate(messages, tools, max_output)
+
+    async def _generate(
         self, messages: Sequence[Message], tools: tuple[ToolSchema, ...], max_output: int | None
     ) -> ModelReply:
         self.check_open("generate")
@@ -172,7 +206,7 @@ class _Host:
         spend.model_time_us += elapsed
         self.context_tokens = usage.input_tokens + usage.output_tokens
         spend.peak_context_tokens = max(spend.peak_context_tokens, self.context_tokens)
-        self.session.event(
+        self.record(
             "model_reply",
             {
                 "turn": turn,
@@ -185,6 +219,7 @@ class _Host:
                 "retries": reply.retries,
                 "time_us": elapsed,
             },
+            "generate",
         )
         budget = harness.token_budget
         if budget is not None and spend.input_tokens + spend.output_tokens > budget:
@@ -207,7 +242,7 @@ class _Host:
                 spend.model_time_us += elapsed
                 spend.retries += failure.retries
                 retry = isinstance(failure, TransientModelError) and retries < harness.model_retries
-                self.session.event(
+                self.record(
                     "model_error",
                     {
                         "turn": turn,
@@ -216,6 +251,7 @@ class _Host:
                         "retries": failure.retries + (1 if retry else 0),
                         "time_us": elapsed,
                     },
+                    "generate",
                 )
                 if isinstance(failure, TransientModelError) and not retry:
                     # Not an outcome: the endpoint may be back later. The attempt ends
@@ -241,6 +277,10 @@ class _Host:
             return reply, int((time.perf_counter() - started) * 1e6)
 
     async def call_tool(self, call: ToolCall) -> ToolResult:
+        async with self.lock:
+            return await self._call_tool(call)
+
+    async def _call_tool(self, call: ToolCall) -> ToolResult:
         self.check_open("call_tool")
         spend, budget = self.spend, self.spec.harness.tool_call_budget
         if budget is not None and spend.tool_calls >= budget:
@@ -255,7 +295,7 @@ class _Host:
         spend.tool_time_us += elapsed
         if not result.ok:
             spend.tool_errors += 1
-        self.session.event(
+        self.record(
             "tool_result",
             {
                 "turn": max(0, spend.turns - 1),
@@ -266,6 +306,7 @@ class _Host:
                 "content": result.content,
                 "time_us": elapsed,
             },
+            "call_tool",
         )
         return result
 
@@ -357,4 +398,4 @@ class LoopContext:
             raise ExecutionError(
                 "bad-note", f"task {host.spec.task_id}: note data: {error}"
             ) from None
-        host.session.event("note", {"turn": host.spend.turns, "text": str(text), "data": data})
+        host.record("note", {"turn": host.spend.turns, "text": str(text), "data": data}, "note")

@@ -31,7 +31,7 @@ from xaytune.core.errors import ExecutionError
 from xaytune.harness._answer import extract_answer
 from xaytune.harness._attempt import AttemptSession, recover_open_attempt
 from xaytune.harness._commit import GroupCommit
-from xaytune.harness._loop_context import LoopContext, LoopStop, _Host
+from xaytune.harness._loop_context import LoopAbandoned, LoopContext, LoopStop, _Host
 from xaytune.harness.attempt_file import split_attempt
 from xaytune.harness.loops import ResolvedLoop, resolve_loop
 from xaytune.harness.parts import check_parts
@@ -376,12 +376,20 @@ class HarnessRunner:
         loop = self._resolved_loop(spec.harness)
         text: object = None
         try:
-            text = await loop.run(LoopContext(host))
-        except LoopStop:
-            pass
-        except Exception:
-            if host.stop is None:  # a loop that fails after a stop keeps the stop
-                raise
+            try:
+                text = await loop.run(LoopContext(host))
+            except (LoopStop, LoopAbandoned):
+                pass
+            except Exception:
+                if host.stop is None:  # a loop that fails after a stop keeps the stop
+                    raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError  # the loop swallowed an interruption
+            # A call the loop left in flight finishes (and is recorded) before the seal;
+            # any call after this one is refused.
+            async with host.lock:
+                host.closed = True
         finally:
             host.closed = True
         if host.unavailable is not None:  # swallowed by the loop: still no outcome
