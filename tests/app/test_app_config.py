@@ -8,7 +8,7 @@ import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
-from xaytune.app.config import ExperimentConfig
+from xaytune.app.config import ExperimentConfig, validate_config
 from xaytune.app.experiment import _evaluator, load_source
 from xaytune.app.main import resolve_config
 from xaytune.core.errors import ConfigError
@@ -218,3 +218,16 @@ def test_two_sweeps_started_together_get_their_own_directories(tmp_path, monkeyp
     assert len(set(dirs)) == 3, dirs
     assert all(d.parent == Path("experiments") / "quickstart" and d.is_dir() for d in dirs)
     assert Path(str(configs[0].hydra.sweep.dir)) == dirs[0]  # resolved once per config
+
+
+def test_a_bad_key_is_named_as_the_user_wrote_it_whatever_the_labels():
+    plain = OmegaConf.to_container(_compose("+experiment=quickstart"), resolve=True)
+    plain["evaluators"] = {"target_v2": {**plain["evaluators"]["outcome"], "bogus": 1}}
+    with pytest.raises(ConfigError) as caught:
+        validate_config(plain)
+    assert "evaluators.target_v2.bogus: unknown key" in str(caught.value)
+    plain = OmegaConf.to_container(_compose("+experiment=quickstart"), resolve=True)
+    plain["model"]["latency_s"] = -1
+    with pytest.raises(ConfigError) as caught:
+        validate_config(plain)
+    assert str(caught.value).startswith("bad-config: model.latency_s: ")

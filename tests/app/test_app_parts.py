@@ -55,6 +55,11 @@ USER_PARTS = textwrap.dedent(
             return await self._inner.complete(request)
 
 
+    def make_model(seed: int):
+        """A factory function as a model adapter."""
+        return CountingModel(seed=seed, log="factory-calls.log")
+
+
     class NotAModel:
         def __init__(self, seed: int) -> None:
             self.seed = seed
@@ -71,6 +76,7 @@ def project(tmp_path: Path) -> Path:
     models.mkdir(parents=True)
     (models / "counting.yaml").write_text("_target_: userparts.CountingModel\n")
     (models / "not_a_model.yaml").write_text("_target_: userparts.NotAModel\n")
+    (models / "factory.yaml").write_text("_target_: userparts.make_model\n")
     return tmp_path
 
 
@@ -214,3 +220,11 @@ def test_a_resume_with_a_changed_scorer_or_model_adapter_is_refused_before_writi
     warnings = [w for w in checked.stdout.splitlines() if w.startswith("warning:")]
     word = "same_text" if changed == "scorer" else "userparts.CountingModel"
     assert warnings and all(word in w for w in warnings), checked.stdout
+
+
+def test_a_factory_function_is_a_model_adapter(xaytune, project: Path, output_dir) -> None:
+    result = run(xaytune, project, "model=factory")
+    assert result.returncode == 0, result.describe()
+    assert (project / "factory-calls.log").read_text().count("call") > 0
+    manifest = json.loads((output_dir(project, "quickstart") / "manifest.json").read_text())
+    assert manifest["parts"]["model_adapter"]["target"] == "userparts.make_model"

@@ -452,3 +452,23 @@ def test_a_loop_that_keeps_calling_after_its_stop_is_abandoned(bench: Bench) -> 
     result = run(bench, with_loop("test-spin", max_turns=1), model)
     assert len(model.requests) == 1
     assert result.outcome.terminal == "budget-stop" and "max turns 1" in result.outcome.detail
+
+
+@register_loop(name="test-stateful")
+class Stateful:
+    """Counts its own calls: a fresh instance per attempt always starts at zero."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def __call__(self, ctx: LoopContext) -> str | None:
+        self.calls += 1
+        return f"ANSWER: {self.calls}"
+
+
+def test_a_class_loop_gets_a_fresh_instance_for_every_attempt(bench: Bench) -> None:
+    answers = [
+        run(bench, with_loop("test-stateful"), ScriptedModel(), position=i).outcome.answer
+        for i in range(3)
+    ]
+    assert answers == ["1", "1", "1"]

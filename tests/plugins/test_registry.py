@@ -202,3 +202,68 @@ def test_the_layers_point_one_way() -> None:
         loaded = done.stdout.split()
         bad = [name for name in loaded if name.startswith(forbidden)]
         assert bad == [], f"{module} loads {bad}"
+
+
+# -- found in review -------------------------------------------------------------------
+
+
+def test_wrapped_and_partial_callables_are_identified_by_the_code_they_run(module_dir: Path):
+    source = (
+        "import functools\n"
+        "@functools.lru_cache\n"
+        "def close(answer: str, reference: str) -> bool:\n    return answer == reference\n"
+        "plain = functools.partial(close)\n"
+        "bound = functools.partial(close, 'x')\n"
+    )
+    module = write_module(module_dir, "wrapped_parts", source)
+    expected = "sha256:" + hashlib.sha256(source.encode()).hexdigest()
+    for obj in (module.close, module.plain):
+        identity = code_identity("scorer", "close", obj)
+        assert identity.target == "wrapped_parts.close" and identity.source_sha256 == expected
+    with pytest.raises(PluginError) as caught:
+        code_identity("scorer", "close", module.bound)
+    assert caught.value.reason == "bad-part"
+
+
+def test_a_version_that_is_not_a_declared_string_is_not_read(module_dir: Path) -> None:
+    module = write_module(
+        module_dir,
+        "versioned_parts",
+        "class Scorer:\n    @property\n    def version(self):\n        return '2'\n"
+        "    def score(self, answer, reference):\n        return True\n",
+    )
+    assert code_identity("scorer", "s", module.Scorer).version == "0"  # not '<property ...>'
+
+
+def test_one_entry_point_name_from_two_packages_is_refused(module_dir: Path) -> None:
+    write_module(module_dir, "ep_one", "def same(text: str) -> str:\n    return '1'\n")
+    write_module(module_dir, "ep_two", "def same(text: str) -> str:\n    return '2'\n")
+    for package, module in (("pkg_one", "ep_one"), ("pkg_two", "ep_two")):
+        dist = module_dir / f"{package}-0.1.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
+        (dist / "entry_points.txt").write_text(f"[xaytune.tools]\nep_same = {module}:same\n")
+    with pytest.raises(PluginError) as caught:
+        lookup("tool", "ep_same", where="candidates.a.tools[0]")
+    assert caught.value.reason == "duplicate-part" and "ep_one:same" in str(caught.value)
+
+
+def test_one_tool_class_with_other_params_in_two_candidates_is_refused(module_dir: Path):
+    write_module(
+        module_dir,
+        "scaled_tools",
+        "class Scale:\n    name = 'scale'\n    description = 'Scales x.'\n    version = '1'\n"
+        "    def __init__(self, factor: int) -> None:\n        self.factor = factor\n"
+        "        self.parameters = {'type': 'object', 'properties': {'x': {'type': 'integer'}}}\n"
+        "    def invoke(self, arguments):\n        return str(arguments['x'] * self.factor)\n",
+    )
+
+    def harness(name: str, factor: int) -> Harness:
+        tools = ({"_target_": "scaled_tools.Scale", "factor": factor},)
+        return Harness(name=name, system_prompt="s", tools=tools)
+
+    a = resolve_harness(harness("a", 2))
+    with pytest.raises(Exception) as caught:
+        shared_toolbox([a, resolve_harness(harness("b", 3))])
+    assert getattr(caught.value, "reason", None) == "duplicate-tool"
+    assert shared_toolbox([a, resolve_harness(harness("c", 2))]).names == frozenset({"scale"})

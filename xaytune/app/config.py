@@ -228,6 +228,23 @@ class ExperimentConfig(BaseModel):
         return (self.seed,) if self.seed is not None else self.seeds
 
 
+_MODEL_TAGS = frozenset({"simulated", "openai_compatible", "llama_cpp_local", "target"})
+
+
+def _user_key(loc: tuple[Any, ...]) -> str:
+    """A validation error's location in the user's key names: without pydantic's
+    validator names and the model config's union tag (the part after ``model``)."""
+    parts: list[str] = []
+    for part in loc:
+        text = str(part)
+        if text.startswith("function-"):
+            continue
+        if text in _MODEL_TAGS and parts and parts[-1] in ("model", "judge_model"):
+            continue
+        parts.append(text)
+    return ".".join(parts)
+
+
 def validate_config(plain: dict[str, Any]) -> ExperimentConfig:
     """Validate a resolved config; refuse with one line naming the first bad key."""
     plain = {k: v for k, v in plain.items() if k != "hydra"}
@@ -244,10 +261,7 @@ def validate_config(plain: dict[str, Any]) -> ExperimentConfig:
         return ExperimentConfig.model_validate(plain)
     except ValidationError as error:
         first = error.errors()[0]
-        key = ".".join(str(part) for part in first["loc"] if not str(part).startswith("function-"))
-        # Discriminated unions put the tag in the path; keep the user's key names.
-        key = key.replace(".simulated", "").replace(".openai_compatible", "")
-        key = key.replace(".llama_cpp_local", "").replace(".target", "")
+        key = _user_key(first["loc"])
         problem = first["msg"]
         if first["type"] == "extra_forbidden":
             problem = "unknown key (typo?)"

@@ -105,11 +105,12 @@ def part_change(recorded: CodeIdentity) -> str | None:
         )
     except XaytuneError as error:
         return f"{where}: the recorded code ({recorded.target}) cannot be loaded here: {error}"
-    if current.source_sha256 != recorded.source_sha256 or current.version != recorded.version:
+    # The source decides: a version may be declared by an instance (set in __init__
+    # from params the fingerprint covers) that importing the class cannot see.
+    if current.source_sha256 != recorded.source_sha256:
         return (
             f"{where}: code here differs from the code the run recorded "
-            f"({recorded.source_sha256} v{recorded.version} recorded, "
-            f"{current.source_sha256} v{current.version} here)"
+            f"({recorded.source_sha256} recorded, {current.source_sha256} here)"
         )
     return None
 
@@ -128,21 +129,22 @@ def experiment_parts(cfg: ExperimentConfig) -> dict[str, Any]:
             where = f"evaluators.{label}.config.spec.scorer"
             scorer = resolve_scorer(config.spec.scorer, config.spec.match, where=where)
             scorers[label] = scorer.code.model_dump(mode="json")
-    adapter = _adapter_class(cfg)
+    adapter = _adapter_code(cfg)
     declared = getattr(adapter, "__xaytune_part__", None)
-    name = declared[1] if isinstance(declared, tuple) else adapter.__name__
+    name = declared[1] if isinstance(declared, tuple) else getattr(adapter, "__name__", "model")
     identity = code_identity("model", name, adapter, where="model")
     return {"scorers": scorers, "model_adapter": identity.model_dump(mode="json")}
 
 
-def _adapter_class(cfg: ExperimentConfig) -> type:
+def _adapter_code(cfg: ExperimentConfig) -> object:
+    """The class (or factory function) that builds the configured model."""
     from xaytune.app.config import LlamaCppLocalModelConfig, SimulatedModelConfig
     from xaytune.models import OpenAICompatibleModel, SimulatedModel
 
     config = cfg.model
     if isinstance(config, TargetModelConfig):
         _, target = lookup("model", config.target, where="model._target_")
-        return target if inspect.isclass(target) else type(target)
+        return target
     if isinstance(config, SimulatedModelConfig):
         return SimulatedModel
     if isinstance(config, LlamaCppLocalModelConfig):

@@ -114,6 +114,21 @@ async def self_check(ctx: LoopContext, *, check_prompt: str = DEFAULT_CHECK_PROM
     return await _run_tools(ctx, messages)
 
 
+def _instance(target: type, params: dict[str, Any], ref: str, where: str) -> Any:
+    try:
+        return target(**params)
+    except Exception as error:
+        raise PluginError(
+            "bad-part", f"{where}: {ref}(...) raised {type(error).__name__}: {error}"
+        ) from None
+
+
+async def _run_fresh(
+    target: type, params: dict[str, Any], ref: str, where: str, ctx: LoopContext
+) -> str | None:
+    return await _instance(target, params, ref, where)(ctx)
+
+
 @dataclass(frozen=True)
 class ResolvedLoop:
     """A loop ready to run: its name, the callable (params bound) and its identity."""
@@ -143,14 +158,12 @@ def resolve_loop(declared: str | PartRef, *, where: str = "loop") -> ResolvedLoo
     elif inspect.isclass(target):
         model = parameters_model(target, skip=0, where=where)
         params = check_params(model, ref.params, where=where)
-        try:
-            run = target(**params)
-        except Exception as error:
-            raise PluginError(
-                "bad-part", f"{where}: {ref.ref}(...) raised {type(error).__name__}: {error}"
-            ) from None
-        if not inspect.iscoroutinefunction(getattr(run, "__call__", None)):  # noqa: B004
+        first = _instance(target, params, ref.ref, where)  # built now: fails before any run
+        if not inspect.iscoroutinefunction(getattr(first, "__call__", None)):  # noqa: B004
             raise PluginError("bad-part", f"{where}: {ref.ref} instances are not async callables")
+        # A fresh instance per attempt: state a loop keeps on itself never leaks from one
+        # task, replicate or candidate to another.
+        run = functools.partial(_run_fresh, target, params, ref.ref, where)
     elif callable(target) and inspect.iscoroutinefunction(target.__call__):  # type: ignore[operator]
         if ref.params:
             raise PluginError("bad-part-params", f"{where}: {ref.ref} is an instance: no params")

@@ -17,7 +17,7 @@ from xaytune.core.errors import ExecutionError, XaytuneError
 from xaytune.harness.loops import ResolvedLoop, resolve_loop
 from xaytune.harness.spec import Harness
 from xaytune.harness.toolbox import Tool, Toolbox, as_tool
-from xaytune.plugins import lookup, part_ref
+from xaytune.plugins import PartRef, lookup, part_ref
 
 __all__ = ["ResolvedHarness", "check_parts", "resolve_harness", "shared_toolbox"]
 
@@ -62,23 +62,30 @@ def resolve_harness(harness: Harness, *, where: str | None = None) -> ResolvedHa
 def shared_toolbox(resolved: Iterable[ResolvedHarness]) -> Toolbox:
     """One toolbox with every tool of ``resolved``; one name for two different tools
     (by code identity) is refused (``duplicate-tool``)."""
-    chosen: dict[str, tuple[Tool, str]] = {}
+    chosen: dict[str, tuple[Tool, str, PartRef]] = {}
     for item in resolved:
         identities = {part.name: part for part in item.harness.parts if part.kind == "tool"}
-        for tool in item.tools:
+        for tool, declared in zip(item.tools, item.harness.tools, strict=True):
+            ref = part_ref(declared)
             held = chosen.get(tool.name)
             if held is None:
-                chosen[tool.name] = (tool, item.harness.name)
+                chosen[tool.name] = (tool, item.harness.name, ref)
                 continue
             mine = identities[tool.name]
             theirs = Toolbox((held[0],)).identities((tool.name,))[0]
-            if mine != theirs or Toolbox((tool,)).version != Toolbox((held[0],)).version:
+            # The same code built with other params is another tool: one instance per
+            # name can serve only one of them.
+            if (
+                mine != theirs
+                or ref.params != held[2].params
+                or Toolbox((tool,)).version != Toolbox((held[0],)).version
+            ):
                 raise ExecutionError(
                     "duplicate-tool",
                     f"tool {tool.name!r} of harness {item.harness.name} is not the tool of that "
                     f"name in harness {held[1]}: give one of them another name",
                 )
-    return Toolbox(tool for tool, _ in chosen.values())
+    return Toolbox(tool for tool, _, _ in chosen.values())
 
 
 def check_parts(

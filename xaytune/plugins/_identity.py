@@ -11,6 +11,7 @@ Code in *other* modules is covered only by the part's declared ``version``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import sys
@@ -38,25 +39,48 @@ class CodeIdentity(BaseModel):
     source_sha256: str
 
 
+def _code_object(obj: object, where: str) -> object:
+    """The function or class whose code ``obj`` runs: through decorators that keep
+    ``__wrapped__`` (``functools.wraps``, ``lru_cache``) and ``functools.partial``; an
+    instance of a class is its class. A partial's own arguments are not code: they
+    must be declared as params in config, where the fingerprint covers them."""
+    while True:
+        if isinstance(obj, functools.partial):
+            if obj.args or obj.keywords:
+                raise PluginError(
+                    "bad-part",
+                    f"{where}: a functools.partial with bound arguments cannot be identified; "
+                    "declare the arguments as params in config",
+                )
+            obj = obj.func
+        elif hasattr(obj, "__wrapped__") and not inspect.isclass(obj):
+            obj = obj.__wrapped__
+        else:
+            break
+    if inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj):
+        return obj
+    return type(obj)
+
+
 def target_path(obj: object) -> str:
-    """``module.qualname`` of a function or class (of an instance: of its class)."""
-    if not (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)):
-        obj = type(obj)
+    """``module.qualname`` of the function or class whose code ``obj`` runs."""
+    obj = _code_object(obj, "part")
     module = getattr(obj, "__module__", None) or "?"
     return f"{module}.{getattr(obj, '__qualname__', getattr(obj, '__name__', '?'))}"
 
 
-_SOURCE_DIGESTS: dict[tuple[str, int, int], str] = {}
+_SOURCE_DIGESTS: dict[tuple[str, int, int, int, int], str] = {}
 
 
 def _source_digest(obj: object, where: str) -> str:
-    target = obj if inspect.isfunction(obj) or inspect.isclass(obj) else type(obj)
-    target = inspect.unwrap(target) if inspect.isfunction(target) else target
+    target = _code_object(obj, where)
     module = sys.modules.get(getattr(target, "__module__", "") or "")
     filename = getattr(module, "__file__", None) if module is not None else None
     if filename and filename.endswith(".py") and Path(filename).is_file():
         stat = Path(filename).stat()
-        key = (filename, stat.st_mtime_ns, stat.st_size)
+        # ctime and inode too: an edit that keeps size and restores the mtime still
+        # changes the ctime (only the kernel sets it).
+        key = (filename, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_size)
         digest = _SOURCE_DIGESTS.get(key)
         if digest is None:
             data = Path(filename).read_bytes().replace(b"\r\n", b"\n")
@@ -84,9 +108,16 @@ def code_identity(
     """
     declared = version
     if declared is None:
-        declared = getattr(obj, "__xaytune_version__", None) or getattr(obj, "version", "0")
+        code = _code_object(obj, where or f"{kind} {name!r}")
+        declared = getattr(obj, "__xaytune_version__", None) or getattr(
+            code, "__xaytune_version__", None
+        )
+        if declared is None:
+            declared = getattr(obj, "version", None)
+    # Only a declared string counts: a property or other object read off a class would
+    # spell differently in every process.
     if not isinstance(declared, str):
-        declared = str(declared)
+        declared = "0"
     return CodeIdentity(
         kind=kind,
         name=name,

@@ -176,16 +176,25 @@ def lookup(kind: PartKind, ref: str, *, where: str) -> tuple[str, object]:
     if builtin is not None:
         return ref, import_target(builtin, where=where)
     if "." not in ref and ":" not in ref:
-        for entry in metadata.entry_points(group=ENTRY_POINT_GROUPS[kind]):
-            if entry.name == ref:
-                try:
-                    return ref, entry.load()
-                except Exception as error:
-                    raise PluginError(
-                        "import-failed",
-                        f"{where}: entry point {entry.value} raised "
-                        f"{type(error).__name__}: {error}",
-                    ) from None
+        found = {
+            entry.value: entry
+            for entry in metadata.entry_points(group=ENTRY_POINT_GROUPS[kind])
+            if entry.name == ref
+        }
+        if len(found) > 1:  # which one wins would depend on sys.path order
+            raise PluginError(
+                "duplicate-part",
+                f"{where}: {kind} {ref!r} is declared by several installed packages "
+                f"({', '.join(sorted(found))}); name one by its dotted path",
+            )
+        for entry in found.values():
+            try:
+                return ref, entry.load()
+            except Exception as error:
+                raise PluginError(
+                    "import-failed",
+                    f"{where}: entry point {entry.value} raised {type(error).__name__}: {error}",
+                ) from None
         known = sorted({*BUILTINS[kind], *(n for k, n in _REGISTERED if k == kind)})
         raise PluginError(
             "unknown-part",
