@@ -122,7 +122,8 @@ def mixed(tmp_path, kit):
         "noanswer": ("attested", "answer"),
         "budget": ("attested", "budget-stop"),
         "error": ("attested", "model-error"),
-        "transient": ("attested", "model-error"),
+        # unreachable through every retry: no outcome (partial), a resume retries it
+        "transient": ("no-attested-result", None),
         "overflow": ("attested", "context-overflow"),
         "crash": ("no-attested-result", None),
         "cancel": ("attested", "cancelled"),
@@ -138,14 +139,14 @@ def test_task_success_per_outcome(mixed):
         "noanswer": (0.0, None),
         "budget": (0.0, None),
         "error": (0.0, None),
-        "transient": (0.0, None),
+        "transient": (None, "no-attested-result"),
         "overflow": (0.0, None),
         "crash": (None, "no-attested-result"),
         "cancel": (None, "unscored-cancelled"),
     }
     result = mixed.result.metric("task_success")
     assert result.value is None
-    assert result.absent_reasons == {"no-attested-result": 1, "unscored-cancelled": 1}
+    assert result.absent_reasons == {"no-attested-result": 2, "unscored-cancelled": 1}
 
 
 def test_execution_metrics_absent_only_without_attested_result(mixed):
@@ -154,8 +155,8 @@ def test_execution_metrics_absent_only_without_attested_result(mixed):
     assert tokens["cancel"] == (0.0, None)  # cancelled before any call: recorded zero
     assert tokens["budget"] == (5000.0, None)
     assert tokens["error"] == (0.0, None)
-    assert by_task(mixed, "retries")["transient"] == (1.0, None)  # model_retries=1
-    assert mixed.result.metric("input_tokens").absent_reasons == {"no-attested-result": 1}
+    assert by_task(mixed, "retries")["transient"] == (None, "no-attested-result")
+    assert mixed.result.metric("input_tokens").absent_reasons == {"no-attested-result": 2}
 
 
 def test_spend_metrics_present_even_without_attested_result(mixed):
@@ -176,7 +177,7 @@ def test_slices_absent_when_task_success_is_absent_somewhere(mixed):
     for key in SLICED_METRICS:
         result = mixed.result.metric(f"{key}@successful-tasks")
         assert result.value is None
-        assert result.absent_reasons == {"no-attested-result": 1, "unscored-cancelled": 1}
+        assert result.absent_reasons == {"no-attested-result": 2, "unscored-cancelled": 1}
 
 
 def test_spend_counts_partial_attempts(tmp_path, kit):
