@@ -490,3 +490,69 @@ def test_version_changes_when_the_same_schema_is_served_by_other_code() -> None:
 
     assert Toolbox((OtherEcho(),)).schemas(["echo"]) == Toolbox((EchoTool(),)).schemas(["echo"])
     assert Toolbox((OtherEcho(),)).version != Toolbox((EchoTool(),)).version
+
+
+# ---------------------------------------------------------------- limits (issue 23)
+
+DEEP = '{"expression": ' + "[" * 100_000 + "]" * 100_000 + "}"
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "word"),
+    [
+        ("calculator", DEEP, "too-deep"),  # raised RecursionError out of call (issue 23)
+        ("calculator", '{"expression": ' + "[" * 100_000, "too-deep"),  # never closed
+        ("nested", '{"anything": ' + '{"a": ' * 65 + "1" + "}" * 66, "too-deep"),
+        ("nested", '{"anything": ' + '{"a": ' * 62 + "1" + "}" * 63, None),  # 64 levels
+        ("nested", '{"anything": ' + "9" * 5_000 + "}", "too-many-digits"),
+        ("nested", '{"anything": ' + "9" * 4_300 + "}", None),
+        ("nested", '{"point": {"x": 1e400, "y": 1}}', "out-of-range"),
+        ("echo", '{"text": "\\ud800"}', "not-text"),
+        ("echo", '{"text": "' + "a" * 1_000_001 + '"}', "too-large"),
+    ],
+)
+def test_call_holds_arguments_to_the_limits(name: str, arguments: str, word: str | None) -> None:
+    result = call(name, arguments)
+    if word is None:
+        assert result.ok, result.content
+        return
+    assert (result.ok, result.error) == (False, "bad-arguments")
+    assert result.content.startswith(f"error: bad arguments for {name!r}: {word}: ")
+    assert "\n" not in result.content and len(result.content) < 300
+
+
+def test_acall_refuses_deep_arguments_as_bad_arguments_too() -> None:
+    result = asyncio.run(
+        toolbox().acall(ToolCall("call-1", "calculator", DEEP), authorized=ALL, timeout_s=5)
+    )
+    assert (result.ok, result.error) == (False, "bad-arguments")
+    assert "too-deep" in result.content
+
+
+def test_a_refusal_quotes_at_most_80_characters_of_a_key() -> None:
+    result = call("calculator", json.dumps({"expression": "1", "k" * 100_000: 1}))
+    assert result.error == "bad-arguments"
+    assert "k" * 80 + "'... (100000 characters)" in result.content
+    assert len(result.content) < 300
+
+
+def test_a_run_whose_model_sends_deep_arguments_continues_and_answers(tmp_path: Path) -> None:
+    # Issue 23: every attempt crashed (sealed partial) and the run aborted. Now the model
+    # sees bad-arguments, answers on the next turn, and the attempt is sealed complete.
+    from _fixtures_run import Bench, ScriptedModel, make_source, reply
+
+    from xaytune.harness import Harness, HarnessRunner
+
+    bench = Bench(make_source(tmp_path / "suite", count=4), tmp_path / "store", count=1)
+    harness = Harness(name="calc", system_prompt="Use the calculator.", tools=("calculator",))
+    model = ScriptedModel([reply(calls=[ToolCall("c1", "calculator", DEEP)]), reply("ANSWER: 5")])
+    result = HarnessRunner().run(
+        bench.spec(harness),
+        model=model,
+        toolbox=Toolbox.default(),
+        authorized_tools=frozenset({"calculator"}),
+    )
+    assert result.status == "complete"
+    tool_message = model.requests[1].messages[-1]
+    assert tool_message.role == "tool"
+    assert tool_message.content.startswith("error: bad arguments for 'calculator': too-deep: ")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 
@@ -298,3 +299,65 @@ def test_invalid_client_options_are_refused(options):
     with pytest.raises(ConfigError) as caught:
         OpenAICompatibleModel(**arguments)
     assert caught.value.reason == "model-config"
+
+
+# -- limits on a reply (issue 23): a malformed reply is a definitive model-error ------------
+
+
+def _raw_completion(content_json: str) -> str:
+    """A completion whose message content is the raw JSON text ``content_json``."""
+    return (
+        '{"choices": [{"message": {"role": "assistant", "content": ' + content_json + "}, "
+        '"finish_reason": "stop"}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "word"),
+    [
+        (_raw_completion("[" * 100_000 + "]" * 100_000), "too-deep"),
+        (_raw_completion("[" * 100_000), "too-deep"),
+        (_raw_completion("9" * 5_000), "too-many-digits"),
+        (_raw_completion("1e400"), "out-of-range"),
+        (_raw_completion('"\\ud800 lone"'), "not-text"),
+        (json.dumps({**completion(), "usage": {"prompt_tokens": 2**60, "completion_tokens": 1}}),
+         "out-of-range"),
+        (json.dumps({"choices": [{"message": "hi"}], "usage": {"prompt_tokens": 1,
+                                                              "completion_tokens": 1}}),
+         "message is not an object"),
+        (json.dumps({**completion(), "choices": [{"message": {"content": "x"},
+                                                  "finish_reason": ["stop"]}]}),
+         "finish_reason is not text"),
+    ],
+)  # fmt: skip
+def test_a_reply_breaking_a_limit_is_a_model_error(chat_server, body: str, word: str):
+    chat_server.respond(body=body)
+    error = refusal(OpenAICompatibleModel(chat_server.base_url, "tiny-chat", max_retries=0))
+    assert error.reason == "model-error" and error.retries == 0
+    assert word in str(error)
+    assert "\n" not in str(error) and len(str(error)) < 300
+
+
+def test_a_reply_body_over_the_size_limit_is_refused_before_it_is_parsed(chat_server, monkeypatch):
+    from xaytune.core import limits
+
+    monkeypatch.setattr(limits, "MAX_MODEL_REPLY_BYTES", 1_000)
+    chat_server.respond(body=completion("x" * 5_000))
+    error = refusal(OpenAICompatibleModel(chat_server.base_url, "tiny-chat"))
+    assert error.reason == "model-error"
+    assert "too-large" in str(error) and "MAX_MODEL_REPLY_BYTES" in str(error)
+
+
+def test_tool_call_arguments_breaking_a_limit_pass_through_to_the_toolbox(chat_server):
+    # The toolbox, not the adapter, refuses them: the model sees bad-arguments and the
+    # attempt continues.
+    from xaytune.harness.toolbox import Toolbox
+
+    deep = '{"expression": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    call = {"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": deep}}
+    chat_server.respond(body=completion(None, tool_calls=[call], finish="tool_calls"))
+    reply = run(OpenAICompatibleModel(chat_server.base_url, "tiny-chat"))
+    (tool_call,) = reply.tool_calls
+    assert tool_call.arguments == deep
+    result = Toolbox.default().call(tool_call, authorized=frozenset({"calculator"}))
+    assert result.error == "bad-arguments" and "too-deep" in result.content

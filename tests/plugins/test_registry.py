@@ -267,3 +267,29 @@ def test_one_tool_class_with_other_params_in_two_candidates_is_refused(module_di
         shared_toolbox([a, resolve_harness(harness("b", 3))])
     assert getattr(caught.value, "reason", None) == "duplicate-tool"
     assert shared_toolbox([a, resolve_harness(harness("c", 2))]).names == frozenset({"scale"})
+
+
+def test_a_part_naming_its_other_modules_changes_with_them(module_dir: Path) -> None:
+    write_module(module_dir, "helper_math", "def double(x):\n    return 2 * x\n")
+    module = write_module(
+        module_dir,
+        "tool_with_helper",
+        "import helper_math\n\nclass Doubler:\n    __xaytune_sources__ = ('helper_math',)\n",
+    )
+    before = code_identity("tool", "doubler", module.Doubler)
+    write_module(module_dir, "helper_math", "def double(x):\n    return x + x + 0\n")
+    after = code_identity("tool", "doubler", module.Doubler)
+    assert before.target == after.target and before.source_sha256 != after.source_sha256
+
+
+def test_the_calculator_identity_covers_its_arithmetic_module() -> None:
+    from xaytune.harness import _calculator, toolbox
+
+    identity = toolbox.Toolbox.default().identities(["calculator"])[0]
+    parts = [
+        "sha256:" + hashlib.sha256(Path(m.__file__).read_bytes()).hexdigest()
+        for m in (toolbox, _calculator)
+    ]
+    assert (
+        identity.source_sha256 == "sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    )

@@ -292,6 +292,13 @@ CLI_REFUSALS = {
     "bad-id": ("bad-id", ["badid.jsonl", "'../x'"]),
     "verify-edited": ("digest-mismatch", [REFERENCES_FILE]),
     "verify-missing": ("suite-missing", [TASKS_FILE]),
+    # Issue 23: each of these ended in a traceback, a MemoryError or a 100 KB line.
+    "big-int": ("too-many-digits", ["bigint.jsonl", "line 2", "MAX_INT_DIGITS"]),
+    "deep-input": ("too-deep", ["deepinput.jsonl", "line 1", "MAX_JSON_DEPTH"]),
+    "deep-metadata": ("too-deep", ["deepmeta.jsonl", "line 2"]),
+    "dev-zero": ("line-too-long", ["/dev/zero", "line 1", "MAX_SUITE_LINE_BYTES"]),
+    "long-id": ("bad-id", ["longid.jsonl", "(100000 characters)"]),
+    "big-question": ("too-large", ["bigquestion.jsonl", "'big'", "MAX_TASK_INPUT_BYTES"]),
 }
 
 
@@ -305,6 +312,29 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     _write(root / "broken.jsonl", [*_jsonl_rows("a", "b"), '{"id": "c", "input": '])
     _write(root / "empty.jsonl", [])
     _write(root / "badid.jsonl", _jsonl_rows("a", "../x"))
+    _write(
+        root / "bigint.jsonl",
+        [_jsonl_rows("a")[0], '{"id": "b", "input": {"q": ' + "9" * 5_000 + '}, "answer": "1"}'],
+    )
+    _write(
+        root / "deepinput.jsonl",
+        ['{"id": "a", "input": {"q": ' + "[" * 100_000 + "]" * 100_000 + '}, "answer": "1"}'],
+    )
+    _write(
+        root / "deepmeta.jsonl",
+        [
+            _jsonl_rows("a")[0],
+            '{"id": "b", "input": {}, "answer": "1", "metadata": {"m": '
+            + "{" * 100_000
+            + "}" * 100_000
+            + "}}",
+        ],
+    )
+    _write(root / "longid.jsonl", [json.dumps({"id": "/" * 100_000, "input": {}, "answer": "1"})])
+    _write(
+        root / "bigquestion.jsonl",
+        [json.dumps({"id": "big", "input": {"question": "x" * 10_000_000}, "answer": "1"})],
+    )
     (root / "already").mkdir()
     for name in ("pinned", "edited", "missing"):
         build_suite_from_jsonl(good, root / name, name="cli", version="1")
@@ -328,6 +358,12 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
         "bad-id": (build("badid.jsonl", str(root / "out-badid")), root / "out-badid"),
         "verify-edited": (["verify", str(root / "edited")], None),
         "verify-missing": (["verify", str(root / "missing")], None),
+        "big-int": (build("bigint.jsonl", str(root / "out-bigint")), root / "out-bigint"),
+        "deep-input": (build("deepinput.jsonl", str(root / "out-di")), root / "out-di"),
+        "deep-metadata": (build("deepmeta.jsonl", str(root / "out-dm")), root / "out-dm"),
+        "dev-zero": (build("/dev/zero", str(root / "out-zero")), root / "out-zero"),
+        "long-id": (build("longid.jsonl", str(root / "out-longid")), root / "out-longid"),
+        "big-question": (build("bigquestion.jsonl", str(root / "out-bigq")), root / "out-bigq"),
     }
     env = {
         **os.environ,
@@ -377,6 +413,7 @@ def test_cli_refusal_is_one_line_exit_2_and_writes_nothing(cli: dict[str, Run], 
     assert match.group(1) == reason
     for name in names:
         assert name in run.stderr
+    assert len(run.stderr) < 400  # quotes at most 80 characters of what it refuses
     if run.out is not None:
         assert not run.out.exists()
     root = cli["build-ok"].out.parent  # type: ignore[union-attr]

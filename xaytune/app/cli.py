@@ -15,10 +15,13 @@ import sys
 from pathlib import Path
 
 from xaytune.core._ids import is_valid_id
+from xaytune.core.limits import clip
 
 __all__ = ["composition_done", "register_resolvers", "run"]
 
 _held: dict[str, object] = {}
+# A message quotes the user's input: an override of 100 KB is named, not echoed.
+_MESSAGE_CHARS = 400
 
 
 def composition_done(*, replay: bool = True) -> None:
@@ -246,9 +249,11 @@ def run() -> None:
             if exception is not None:
                 kind, message = exception
                 reason = "bad-yaml" if "yaml" in kind.lower() else "bad-override"
-                print(f"error: {reason}: {kind.rsplit('.', 1)[-1]}: {message}", file=sys.stderr)
+                kind = kind.rsplit(".", 1)[-1]
+                print(f"error: {reason}: {kind}: {clip(message, _MESSAGE_CHARS)}", file=sys.stderr)
             else:
-                print(f"error: bad-override: {_one_line(report)}", file=sys.stderr)
+                line = clip(_one_line(report), _MESSAGE_CHARS)
+                print(f"error: bad-override: {line}", file=sys.stderr)
             sys.exit(2)
         raise
     finally:

@@ -17,6 +17,7 @@ from pydantic import (
 from xaytune.core import limits
 from xaytune.core._ids import is_valid_id
 from xaytune.core.errors import ConfigError
+from xaytune.core.limits import clip
 from xaytune.harness.spec import Harness
 
 __all__ = [
@@ -261,7 +262,7 @@ def validate_config(plain: dict[str, Any]) -> ExperimentConfig:
         return ExperimentConfig.model_validate(plain)
     except ValidationError as error:
         first = error.errors()[0]
-        key = _user_key(first["loc"])
+        key = clip(_user_key(first["loc"]), 200)
         problem = first["msg"]
         if first["type"] == "extra_forbidden":
             problem = "unknown key (typo?)"

@@ -52,7 +52,9 @@ def resolve_config(raw: DictConfig) -> tuple[ExperimentConfig, dict[str, Any]]:
 
 
 def _fail(error: XaytuneError) -> None:
-    print(f"error: {error}", file=sys.stderr)
+    from xaytune.core.limits import clip
+
+    print(f"error: {clip(str(error), 2000)}", file=sys.stderr)
     sys.exit(2)
 
 

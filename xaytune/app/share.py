@@ -31,32 +31,10 @@ one-line reply) trying candidate answers finds it. Under ``per-task`` disclosure
 terminal word (``answer``, ``budget-stop``, ...); answers still reveal references and
 stay out.
 
-**The reference scan** (``xaytune.reference-scan/v1``) runs over the written bundle,
-in a temporary directory beside ``--out``, before it is renamed into place. Its secrets
-are every reference of the run's suites (each reference record's ``answer`` and every
-other string in it but its ``id``) and every answer of every attempt in the published
-evidence (next to a released score, an answer gives the reference; one whose tokens are
-in the candidates' own declared texts, a model echoing its prompt, is looked for only as
-a whole value). Every bundled file is scanned, ``bundle.json`` and the manifests too.
-Normal form: NFKC, case-folded, whitespace collapsed; a number loses thousands
-separators and trailing fractional zeros (``1,000.0`` is ``1000``). Tokens are maximal
-runs of letters and digits (a digit run inside a hex digest is no token), a number with
-separators or a decimal point being one token. A secret is *distinctive* when its
-tokens hold at least 5 characters. A leak is:
-
-- a JSON string value whose normal form is a secret's (values of ``label``,
-  ``version`` and ``revision`` excepted: identifiers set by code or config, candidate
-  labels ``a``/``b`` and part versions ``1``, which a multiple-choice or numeric
-  reference would otherwise match);
-- a distinctive secret's token sequence in any JSON string value, in the text of any
-  other file (HTML entities decoded, embedded ``data:`` images scanned as files), and
-  in PNG files' bytes and compressed text chunks.
-
-Not scanned: JSON numbers, booleans and object keys (measurements, labels, metric
-names), and plot pixels (drawn from report.json's released values). A short secret
-(``4``, ``12``, ``B``) is found only as a whole string value: in prose or as a number it
-cannot be told from a measurement. A leak refuses the bundle (``reference-leak``,
-naming the file and the task) and nothing is left at ``--out``.
+**The reference scan** (``xaytune.reference-scan/v1``, its rules in
+:mod:`xaytune.app._share_scan`) runs over the written bundle, in a temporary directory
+beside ``--out``, before it is renamed into place. A leak refuses the bundle
+(``reference-leak``, naming the file and the task) and nothing is left at ``--out``.
 
 Other refusals, one line each: not a finished run (``not-a-run``, ``bad-manifest``,
 ``incomplete-run``), a link in it (``symlink``), its suite not here or not the one
@@ -70,23 +48,17 @@ the run, not empty or without its parent (``out-inside-run``, ``out-not-empty``,
 
 from __future__ import annotations
 
-import base64
-import binascii
-import html
 import json
 import os
-import re
 import secrets
 import shutil
-import unicodedata
-import zlib
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from xaytune import __version__
 from xaytune.app._manifest_view import ManifestView, inside, read_manifest
+from xaytune.app._share_scan import SCAN_RULES, Scanner, strings_of, tokens_of
 from xaytune.app._tree import find_links
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
@@ -102,11 +74,8 @@ BUNDLE_INDEX = "bundle.json"
 BUNDLE_SCHEMA = "xaytune.release-bundle/v1"
 RELEASED_EVIDENCE_SCHEMA = "xaytune.released-evidence/v1"
 RELEASED_SUFFIX = ".released.json"
-SCAN_RULES = "xaytune.reference-scan/v1"
 MANIFEST = "manifest.json"  # xaytune.app.manifest.MANIFEST (not imported: it pulls scipy in)
 SIGNATURE_FILE = "signature.dsse.json"  # a bundle may be signed (python -m xaytune.sign)
-DISTINCTIVE = 5  # characters in a secret's tokens for it to be looked for in text
-IDENTIFIER_KEYS = frozenset({"label", "version", "revision"})
 # What the released evidence never gives (recorded in each file, for its reader).
 WITHHELD_EVIDENCE = (
     "answer",
@@ -175,7 +144,7 @@ class _Plan:
     copies: dict[str, Path] = field(default_factory=dict)  # bundle name -> run file
     written: dict[str, bytes] = field(default_factory=dict)  # bundle name -> content
     withheld: dict[str, list[str]] = field(default_factory=dict)  # manifest -> reports
-    scanner: _Scanner = field(default_factory=lambda: _Scanner())
+    scanner: Scanner = field(default_factory=lambda: Scanner())
 
 
 def _plan(run: Path) -> _Plan:
@@ -219,7 +188,9 @@ def _plan(run: Path) -> _Plan:
         for task_id in source.suite.task_ids:
             plan.scanner.add_reference(source.reference(task_id).model_dump(), task_id)
     shown = [
-        _tokens(text) for _, view in manifests for text in _strings(view.config.get("candidates"))
+        tokens_of(text)
+        for _, view in manifests
+        for text in strings_of(view.config.get("candidates"))
     ]
     for name, record in evidence.items():
         where = name.removesuffix(RELEASED_SUFFIX).rsplit("/evidence/", 1)[0]
@@ -378,156 +349,6 @@ def _write(plan: _Plan, root: Path) -> int:
     }
     (root / BUNDLE_INDEX).write_bytes(canonical_bytes(index) + b"\n")
     return len(digests) + 1
-
-
-# ---------------------------------------------------------------- the reference scan
-
-_SPACE = re.compile(r"\s+")
-_NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-_WHOLE_NUMBER = re.compile(rf"[+-]?{_NUMBER}")
-_TOKEN = re.compile(rf"{_NUMBER}(?![^\W_])|[^\W_]+")
-_DATA_URI = re.compile(r"data:[\w.+/-]*;base64,([A-Za-z0-9+/=\s]+)")
-_PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def _number(text: str) -> str:
-    text = text.replace(",", "")
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def _normal(text: str) -> str:
-    text = _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
-    return _number(text) if _WHOLE_NUMBER.fullmatch(text) else text
-
-
-def _tokens(text: str) -> list[str]:
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return [
-        _number(t) if t[0].isdigit() and _WHOLE_NUMBER.fullmatch(t) else t
-        for t in _TOKEN.findall(folded)
-    ]
-
-
-class _Scanner:
-    """The secrets (references, answers) and the rules that find them (module docstring)."""
-
-    def __init__(self) -> None:
-        self.whole: dict[str, str] = {}
-        self.by_first: dict[str, list[tuple[tuple[str, ...], str]]] = defaultdict(list)
-        self.references = 0
-        self.answers = 0
-
-    def add_reference(self, record: dict[str, Any], task_id: str) -> None:
-        self.references += 1
-        for text in _strings({k: v for k, v in record.items() if k != "id"}):
-            self._add(text, f"the reference of task {task_id}")
-
-    def add_answer(self, answer: str, what: str, shown: list[list[str]]) -> None:
-        """An answer; looked for only as a whole value when its tokens are in ``shown``
-        (the tokens of the texts the candidates declare: a weak model echoing its
-        prompt's "ANSWER: <number>" says nothing of a reference the prompt does not)."""
-        self.answers += 1
-        tokens = _tokens(answer)
-        copied = any(_at(line, tokens) is not None for line in shown)
-        self._add(answer, what, text=not copied)
-
-    def _add(self, secret: str, what: str, *, text: bool = True) -> None:
-        normal = _normal(secret)
-        if not normal:
-            return
-        self.whole.setdefault(normal, what)  # a reference first: it names the task
-        tokens = _tokens(secret)
-        if text and sum(map(len, tokens)) >= DISTINCTIVE:
-            self.by_first[tokens[0]].append((tuple(tokens), what))
-
-    def scan(self, root: Path) -> None:
-        """Refuse (``reference-leak``) the first file under ``root`` holding a secret."""
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            name = path.relative_to(root).as_posix()
-            found = self._file(path.name, path.read_bytes())
-            if found is not None:
-                raise XaytuneError("reference-leak", f"{name} holds {found}; nothing was shared")
-
-    def _file(self, name: str, data: bytes) -> str | None:
-        if name.endswith(".json"):
-            try:
-                return self._json(json.loads(data), None)
-            except (ValueError, RecursionError):
-                pass  # not JSON after all: scanned as text
-        if data.startswith(_PNG):
-            return self._png(data)
-        text = data.decode("utf-8", errors="replace")
-        for encoded in _DATA_URI.findall(text):
-            try:
-                found = self._file("", base64.b64decode("".join(encoded.split())))
-            except (binascii.Error, ValueError):
-                found = self._text(encoded)
-            if found is not None:
-                return found
-        return self._text(html.unescape(_DATA_URI.sub(" ", text)))
-
-    def _json(self, value: Any, key: str | None) -> str | None:
-        if isinstance(value, str):
-            if key not in IDENTIFIER_KEYS and _normal(value) in self.whole:
-                return self.whole[_normal(value)]
-            return self._text(value)
-        if isinstance(value, dict | list):
-            children = value.items() if isinstance(value, dict) else enumerate(value)
-            for child_key, child in children:
-                found = self._json(child, child_key if isinstance(child_key, str) else key)
-                if found is not None:
-                    return found
-        return None
-
-    def _png(self, data: bytes) -> str | None:
-        """Its bytes (uncompressed text chunks among them) and its compressed text."""
-        texts = [data.decode("latin-1")]
-        at = len(_PNG)
-        while at + 8 <= len(data):
-            length = int.from_bytes(data[at : at + 4], "big")
-            kind, body = data[at + 4 : at + 8], data[at + 8 : at + 8 + length]
-            at += 12 + length
-            try:
-                if kind == b"zTXt":
-                    texts.append(zlib.decompress(body.split(b"\0", 1)[1][1:]).decode("latin-1"))
-                elif kind == b"iTXt":
-                    _, rest = body.split(b"\0", 1)
-                    text = rest[2:].split(b"\0", 2)[2]
-                    texts.append((zlib.decompress(text) if rest[0] else text).decode("utf-8"))
-            except (IndexError, ValueError, zlib.error):
-                continue  # a malformed chunk: its bytes are scanned with the file's
-        for text in texts:
-            found = self._text(text)
-            if found is not None:
-                return found
-        return None
-
-    def _text(self, text: str) -> str | None:
-        tokens = _tokens(text)
-        for i, token in enumerate(tokens):
-            for sequence, what in self.by_first.get(token, ()):
-                if tuple(tokens[i : i + len(sequence)]) == sequence:
-                    return what
-        return None
-
-
-def _at(tokens: list[str], sequence: list[str]) -> int | None:
-    """Where ``sequence`` starts in ``tokens`` (None: nowhere, or it is empty)."""
-    if sequence:
-        for i in range(len(tokens) - len(sequence) + 1):
-            if tokens[i : i + len(sequence)] == sequence:
-                return i
-    return None
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, list | tuple):
-        return [text for item in value for text in _strings(item)]
-    return []
 
 
 # ---------------------------------------------------------------- checking a bundle

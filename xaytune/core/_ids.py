@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from xaytune.core.errors import XaytuneError
+from xaytune.core.limits import quote
 
 __all__ = ["ID_PATTERN", "check_id", "is_valid_id"]
 
@@ -23,7 +24,7 @@ def check_id(value: object, *, what: str, error: type[XaytuneError] = XaytuneErr
     if not is_valid_id(value):
         raise error(
             "bad-id",
-            f"{what} {value!r} is not a valid id (letters, digits, '.', '_', '-'; "
+            f"{what} {quote(value)} is not a valid id (letters, digits, '.', '_', '-'; "
             "starts with a letter or digit; at most 128 characters)",
         )
     return value  # type: ignore[return-value]

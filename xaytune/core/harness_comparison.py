@@ -19,11 +19,9 @@ Usage::
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Protocol
 
 from xaytune.core import _comparison_stats as stats
@@ -74,6 +72,7 @@ from xaytune.core._comparison_report import (
     Verdict,
     VerdictReason,
 )
+from xaytune.core._comparison_rule import Rule, apply_rule, orient
 from xaytune.core._comparison_tasks import (
     TASK_SUCCESS,
     pass_hat_k_of,
@@ -224,77 +223,19 @@ class _Context:
     paired: dict[int, tuple[ReplicateRuns, ReplicateRuns]]
 
 
-@dataclass(frozen=True)
-class _Rule:
-    differences: tuple[SeedDifference, ...] = ()
-    mean: float | None = None
-    se: float | None = None
-    sd: float | None = None
-    threshold: float | None = None
-
-
 def _is_time_metric(key: str, unit: str | None) -> bool:
     return key.split("@", 1)[0] in TIME_METRICS or unit == "s"
 
 
-def _orient(objective: ObjectiveMetric | None) -> Callable[[float, float], float]:
-    """Orientation of a paired difference: positive always favours A (works on
-    floats and on exact fractions alike)."""
-    if objective is not None and objective.direction == "minimize":
-        return lambda a, b: b - a
-    return lambda a, b: a - b
-
-
-def _apply_rule(
-    summary_a: MetricSummary,
-    summary_b: MetricSummary,
-    objective: ObjectiveMetric | None,
-    k: float,
-) -> tuple[_Rule, Verdict, VerdictReason]:
-    """paired-difference/v1 on two present summaries of the same seeds.
-
-    Differences, mean and se are computed exactly from the run values as the records
-    hold them (:func:`stats.exact`) and rounded once for the report; the verdict is
-    decided on the exact values (:func:`stats.paired_rule`).
-    """
-    orient = _orient(objective)
-    values_b = {run.seed: run.value for run in summary_b.runs}
-    rows = [
-        (run.seed, a, b, orient(stats.exact(a), stats.exact(b)))
-        for run in sorted(summary_a.runs, key=lambda run: run.seed)
-        if (a := run.value) is not None and (b := values_b[run.seed]) is not None
-    ]
-    exact: list[Fraction] = [difference for *_, difference in rows]
-    pairs = tuple(
-        SeedDifference(seed=seed, a=a, b=b, difference=float(difference))
-        for seed, a, b, difference in rows
-    )
-    variance = stats.exact_variance_of_mean(exact)
-    mean = float(stats.exact_mean(exact))
-    se = math.sqrt(float(variance)) if variance is not None else None
-    sd = math.sqrt(float(variance * len(exact))) if variance is not None else None
-    if objective is None:
-        return _Rule(pairs, mean, se, sd), "not-compared", "not-an-objective"
-    if se is None or len(exact) < 3:
-        return _Rule(pairs, mean, se, sd), "inconclusive", "too-few-replicates"
-    rule = _Rule(pairs, mean, se, sd, threshold=max(objective.min_effect, k * se))
-    outcome = stats.paired_rule(exact, stats.exact(objective.min_effect), stats.exact(k))
-    if outcome == "no-variance":
-        return rule, "inconclusive", "no-variance"
-    if outcome == "within-threshold":
-        return rule, "inconclusive", "within-threshold"
-    return rule, outcome, "exceeds-threshold"
-
-
 def _descriptive(
-    key: str, objective: ObjectiveMetric | None, rule: _Rule, context: _Context
+    key: str, objective: ObjectiveMetric | None, rule: Rule, context: _Context
 ) -> tuple[Descriptive, tuple[TaskDifference, ...]]:
     k, r = context.spec.k, len(rule.differences)
     interval = stats.t_interval(rule.mean, rule.se, r - 1) if rule.mean is not None else None
     per_task: tuple[TaskDifference, ...] = ()
     view = None
     if rule.differences:
-        view, per_task = task_view(context.paired, key, _orient(objective))
+        view, per_task = task_view(context.paired, key, orient(objective))
     sides = list(zip(*context.paired.values(), strict=True)) if context.paired else [(), ()]
     is_success = key == TASK_SUCCESS
     descriptive = Descriptive(
@@ -322,7 +263,7 @@ def _compare_metric(
     unit = summary_a.unit or summary_b.unit
     objective = context.spec.objective(key)
     time_metric = _is_time_metric(key, unit)
-    rule, verdict, reason = _Rule(), "not-compared", "not-comparable"
+    rule, verdict, reason = Rule(), "not-compared", "not-comparable"
     if not context.comparable:
         pass  # no verdicts, and no pairing to difference across
     elif time_metric and context.timing.status != "same":
@@ -331,7 +272,7 @@ def _compare_metric(
         # An absent run value is never imputed: the objective stays undecided.
         verdict, reason = ("inconclusive" if objective else "not-compared"), "absent"
     else:
-        rule, verdict, reason = _apply_rule(summary_a, summary_b, objective, context.spec.k)
+        rule, verdict, reason = apply_rule(summary_a, summary_b, objective, context.spec.k)
     descriptive, per_task = _descriptive(key, objective, rule, context)
     comparison = MetricComparison(
         metric=key,

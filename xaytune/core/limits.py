@@ -109,14 +109,16 @@ MAX_TASK_INPUT_BYTES = 1_000_000
 input, so this bounds what one task adds to an output tree."""
 
 MAX_SUITE_LINE_BYTES = 16_000_000
-"""Longest line of a suite file or of a builder's JSONL source (bytes)."""
+"""Longest line of a suite file or of a builder's JSONL source (bytes): a task's input
+(up to ``MAX_TASK_INPUT_BYTES``) with its metadata and answer. Refused before parsing."""
 
 MAX_SUITE_FILE_BYTES = 256_000_000
 """Largest suite file or builder source (bytes)."""
 
 MAX_SUITE_TASKS = 1_000_000
-"""Most tasks in one suite (checked as a source is read, and from a manifest's count
-before a suite file is read), so memory stays bounded by more than the file size."""
+"""Most tasks in one suite: a file within its size limit could still hold millions of
+tiny records, each an object in memory. Checked as a source is read, and from a
+manifest's count before a suite's files are read."""
 
 MAX_JSON_FILE_BYTES = 256_000_000
 """Largest JSON file read whole: a suite's ``suite.json``, an output tree's

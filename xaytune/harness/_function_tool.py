@@ -25,8 +25,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from xaytune.core import limits
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import FingerprintError, PluginError
+from xaytune.core.limits import clip
 from xaytune.harness.toolbox import Tool, ToolError, _error_text
 from xaytune.plugins import check_params, parameters_model, problem_of, target_path
 
@@ -82,13 +84,30 @@ class FunctionTool:
         )
 
     def check_arguments(self, arguments: dict[str, Any]) -> dict[str, Any] | str:
-        """The arguments to invoke with, or a one-line problem (``key: message``)."""
+        """The arguments to invoke with, or a one-line problem (``key: message``).
+
+        The toolbox hands over arguments already within :mod:`xaytune.core.limits`; a
+        direct caller's are held to the same depth and size (``too-deep``,
+        ``too-large``) before pydantic reads them. A problem names at most a clipped
+        key path, never the whole offending value.
+        """
         try:
-            checked = self._model.model_validate_json(json.dumps(arguments))
+            text = json.dumps(arguments, allow_nan=False)
+            limits.check_json_text(
+                text,
+                what="the arguments text",
+                max_size=limits.MAX_TOOL_ARGUMENTS_CHARS,
+                size_name="MAX_TOOL_ARGUMENTS_CHARS",
+            )
+            checked = self._model.model_validate_json(text)
+        except limits.LimitError as breach:
+            return str(breach)
+        except RecursionError:  # a direct caller's structure, nested past the stack
+            return f"too-deep: the arguments nest deeper than {limits.MAX_JSON_DEPTH} levels"
         except ValidationError as error:
-            return " ".join(problem_of(error).split())
+            return clip(" ".join(problem_of(error).split()), 300)
         except (TypeError, ValueError) as error:  # not JSON data (a direct caller)
-            return f"not JSON data ({error})"
+            return f"not JSON data ({clip(str(error), 200)})"
         return {key: getattr(checked, key) for key in type(checked).model_fields}
 
     def _invoke_sync(self, arguments: dict[str, Any]) -> str:

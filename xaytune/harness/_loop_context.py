@@ -39,7 +39,7 @@ from typing import Any
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import ExecutionError, FingerprintError
 from xaytune.harness._attempt import AttemptSession
-from xaytune.harness.spec import AgentExecutionSpec
+from xaytune.harness.spec import AgentExecutionSpec, sampling_identity
 from xaytune.harness.store import Outcome, Spend
 from xaytune.harness.toolbox import Toolbox, ToolResult
 from xaytune.models._protocol import (
@@ -128,7 +128,11 @@ class _Host:
         self.spec, self.session, self.spend, self.model = spec, session, spend, model
         self.toolbox, self.authorized, self.cancel = toolbox, authorized, cancel
         self.schemas = toolbox.schemas(spec.tools)
-        self.key = f"{spec.fingerprint}:{session.number}"
+        # Sampling keys name the call, not the code: see spec.sampling_identity.
+        self.key = (
+            f"{sampling_identity(spec.harness)}:{spec.task_id}:{spec.seed}:{spec.replicate}:"
+            f"{session.number}"
+        )
         self.context_tokens = 0
         self.stop: Outcome | None = None
         self.final_text: str | None = None

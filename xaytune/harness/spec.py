@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from xaytune.core import limits
 from xaytune.core._frozen import share_fields_set
 from xaytune.core._ids import is_valid_id
 from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
@@ -57,15 +58,16 @@ class Harness(BaseModel):
     user_prompt: str = "{question}"
     tools: tuple[str | PartRef, ...] = ()
     loop: str | PartRef = "tool-loop"
-    max_turns: int = Field(default=8, ge=1)
-    token_budget: int | None = Field(default=None, ge=1)
-    tool_call_budget: int | None = Field(default=None, ge=0)
-    context_window: int | None = Field(default=None, ge=1)
-    max_output_tokens: int | None = Field(default=None, ge=1)
-    model_retries: int = Field(default=2, ge=0)
-    attempts_per_task: int = Field(default=1, ge=1)
+    # Upper bounds: xaytune.core.limits (a budget of 10^30 turns is a typo, not a plan).
+    max_turns: int = Field(default=8, ge=1, le=limits.MAX_TURNS)
+    token_budget: int | None = Field(default=None, ge=1, le=limits.MAX_TOKEN_BUDGET)
+    tool_call_budget: int | None = Field(default=None, ge=0, le=limits.MAX_TOOL_CALL_BUDGET)
+    context_window: int | None = Field(default=None, ge=1, le=limits.MAX_CONTEXT_WINDOW)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=limits.MAX_CONTEXT_WINDOW)
+    model_retries: int = Field(default=2, ge=0, le=limits.MAX_RETRIES)
+    attempts_per_task: int = Field(default=1, ge=1, le=limits.MAX_ATTEMPTS_PER_TASK)
     answer: AnswerExtraction = AnswerExtraction()
-    tool_timeout_s: float = Field(default=60.0, gt=0, le=86_400)
+    tool_timeout_s: float = Field(default=60.0, gt=0, le=limits.MAX_TIMEOUT_S)
     parts: tuple[CodeIdentity, ...] = ()
 
     @model_validator(mode="after")
@@ -191,6 +193,24 @@ def _harness_fingerprint(harness: Harness, plain: dict[str, Any] | None = None) 
 
 
 _HARNESS_MEMO: dict[int, tuple[Harness, str]] = {}
+_SAMPLING_MEMO: dict[int, tuple[Harness, str]] = {}
+
+
+def sampling_identity(harness: Harness) -> str:
+    """The harness's digest without ``parts``: what a model's sampling keys derive from.
+
+    Two runs of one harness declaration draw the same samples whatever the code of
+    its parts (common random numbers: a change of a tool's code is compared on the
+    same draws), while the fingerprint still tells the two runs apart.
+    """
+    memo = _SAMPLING_MEMO.get(id(harness))
+    if memo is not None and memo[0] is harness:
+        return memo[1]
+    digest = fingerprint(harness.model_dump(mode="json", exclude={"parts"}))
+    if len(_SAMPLING_MEMO) >= 64:
+        _SAMPLING_MEMO.clear()
+    _SAMPLING_MEMO[id(harness)] = (harness, digest)
+    return digest
 
 
 class AgentExecutionSpec(BaseModel):

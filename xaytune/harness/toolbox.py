@@ -30,21 +30,16 @@ Identity: each tool's :class:`~xaytune.plugins.CodeIdentity` (dotted path, versi
 sha256 of its module's source) is computed at registration; :attr:`Toolbox.version`
 covers it, so changing a tool's code changes the toolbox version.
 
-Arguments must be a JSON object with no duplicate keys and no NaN/Infinity. A tool
+Arguments must be a JSON object with no duplicate keys and no NaN/Infinity, within the
+limits of :mod:`xaytune.core.limits` (checked before parsing, so no input can crash the
+parser): at most ``MAX_TOOL_ARGUMENTS_CHARS`` characters, ``MAX_JSON_DEPTH`` levels of
+nesting and ``MAX_INT_DIGITS`` digits an integer, no number beyond a double's range and
+no lone surrogate; a breach is ``bad-arguments`` whose problem starts with the limit's
+word (``error: bad arguments for 'x': too-deep: ...``). A tool
 with a ``check_arguments`` method checks them itself (see :class:`Tool`;
 :class:`FunctionTool` does, with pydantic) and its ``parameters`` need only be an
-object schema made of JSON data. For any other tool the toolbox checks a small
-JSON-schema subset, checked at registration (anything else is refused with reason
-``unsupported-schema``):
-
-- ``type``: one of ``object``, ``array``, ``string``, ``integer``, ``number``,
-  ``boolean`` (a single word; absent means any JSON value; the top level must be
-  ``object``). ``integer`` means a JSON number written without fraction or exponent;
-  ``number`` is any finite number; booleans are never numbers.
-- ``properties`` (a schema per key), ``required`` (declared keys only) and
-  ``additionalProperties`` (a boolean; default true) on objects;
-- ``items`` (one schema for every element) on arrays;
-- ``description`` and ``title`` anywhere (annotations, not checked).
+object schema made of JSON data. For any other tool the toolbox checks the
+JSON-schema subset stated in :mod:`xaytune.harness._schema_subset`.
 
 Refusals when a toolbox is built (:class:`~xaytune.core.errors.ExecutionError`):
 ``not-a-tool``, ``invalid-tool-name``, ``invalid-tool``, ``unsupported-schema``,
@@ -60,7 +55,6 @@ import contextvars
 import copy
 import functools
 import inspect
-import json
 import math
 import re
 import threading
@@ -72,6 +66,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from xaytune.core.canonical import fingerprint, to_plain
 from xaytune.core.errors import ExecutionError, FingerprintError, XaytuneError
 from xaytune.harness._calculator import MAX_EXPRESSION_CHARS, CalculatorError, evaluate
+from xaytune.harness._schema_subset import compile_subset, parse_arguments, subset_check
 from xaytune.models._protocol import ToolCall, ToolSchema
 from xaytune.plugins import CodeIdentity, code_identity
 
@@ -157,6 +152,8 @@ class CalculatorTool:
     )
     version = "1"
     inline = True  # bounded input and exponent: fast enough for the event loop
+    # The arithmetic lives there: its source is part of this tool's code identity.
+    __xaytune_sources__ = ("xaytune.harness._calculator",)
 
     def __init__(self) -> None:
         self.parameters: dict[str, Any] = {
@@ -321,7 +318,7 @@ class Toolbox:
         entry = self._entries.get(name)
         if entry is None:
             return _refused(call, "unknown-tool", f"tool {name!r} does not exist")
-        arguments, problem = _parse_arguments(call.arguments)
+        arguments, problem = parse_arguments(call.arguments)
         if problem is None:
             try:
                 checked = entry.check(arguments)
@@ -416,17 +413,6 @@ async def _in_daemon_thread(invoke: Callable[[dict[str, Any]], Any], arguments: 
 
 
 @dataclass(frozen=True, slots=True)
-class _Check:
-    """A compiled schema node: what one value must satisfy."""
-
-    type: str | None
-    properties: dict[str, _Check]
-    required: tuple[str, ...]
-    closed: bool
-    items: _Check | None
-
-
-@dataclass(frozen=True, slots=True)
 class _Entry:
     """A registered tool with a snapshot of its schema and identity taken at registration.
 
@@ -499,7 +485,7 @@ def _checker(tool: Tool, parameters: dict[str, Any]) -> Callable[[dict[str, Any]
     where = f"tool {tool.name!r} parameters"
     own = getattr(tool, "check_arguments", None)
     if own is None:
-        return functools.partial(_subset_check, _compile(parameters, where))
+        return functools.partial(subset_check, compile_subset(parameters, where))
     if not callable(own):
         raise ExecutionError("invalid-tool", f"tool {tool.name!r}: check_arguments is not a method")
     try:  # offered to the model and fingerprinted: it must be JSON data
@@ -507,128 +493,6 @@ def _checker(tool: Tool, parameters: dict[str, Any]) -> Callable[[dict[str, Any]
     except FingerprintError as error:
         raise ExecutionError("unsupported-schema", f"{where}: {error}") from None
     return own  # type: ignore[no-any-return]
-
-
-_TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean"})
-_KEYWORDS = frozenset(
-    {"type", "properties", "required", "additionalProperties", "items", "description", "title"}
-)
-
-
-def _compile(schema: Any, where: str) -> _Check:
-    def refuse(problem: str) -> ExecutionError:
-        return ExecutionError("unsupported-schema", f"{where}: {problem}")
-
-    if not isinstance(schema, dict):
-        raise refuse("a schema must be an object")
-    unknown = sorted(set(schema) - _KEYWORDS)
-    if unknown:
-        raise refuse(f"keywords {unknown} are outside the supported subset")
-    kind = schema.get("type")
-    if kind is not None and (not isinstance(kind, str) or kind not in _TYPES):
-        raise refuse(f"type {kind!r} is not one of {sorted(_TYPES)}")
-    for annotation in ("description", "title"):
-        if not isinstance(schema.get(annotation, ""), str):
-            raise refuse(f"{annotation} must be a string")
-    object_words = {"properties", "required", "additionalProperties"} & set(schema)
-    if object_words and kind != "object":
-        raise refuse(f"{sorted(object_words)} need type 'object'")
-    if "items" in schema and kind != "array":
-        raise refuse("items needs type 'array'")
-
-    declared = schema.get("properties", {})
-    if not isinstance(declared, dict):
-        raise refuse("properties must be an object")
-    properties = {key: _compile(sub, f"{where}.{key}") for key, sub in declared.items()}
-    required = schema.get("required", [])
-    if (
-        not isinstance(required, list)
-        or not all(isinstance(key, str) for key in required)
-        or len(set(required)) != len(required)
-    ):
-        raise refuse("required must be a list of distinct strings")
-    undeclared = sorted(set(required) - set(properties))
-    if undeclared:
-        raise refuse(f"required keys {undeclared} are not declared in properties")
-    closed = schema.get("additionalProperties", True)
-    if not isinstance(closed, bool):
-        raise refuse("additionalProperties must be true or false")
-    items = _compile(schema["items"], f"{where}[]") if "items" in schema else None
-    return _Check(kind, properties, tuple(required), not closed, items)
-
-
-# ---------------------------------------------------------------- checking calls
-
-
-def _refuse_constant(text: str) -> Any:
-    raise ValueError(f"{text} is not a JSON number")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    mapping = dict(pairs)
-    if len(mapping) != len(pairs):
-        raise ValueError("duplicate key in object")
-    return mapping
-
-
-def _parse_arguments(text: str) -> tuple[Any, str | None]:
-    """The arguments as a dict, or a short reason why they are not a JSON object."""
-    try:
-        arguments = json.loads(
-            text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys
-        )
-    except (TypeError, ValueError) as err:  # JSONDecodeError is a ValueError
-        return None, f"not valid JSON ({str(err).splitlines()[0]})"
-    if not isinstance(arguments, dict):
-        return None, f"expected a JSON object, got {_json_type(arguments)}"
-    return arguments, None
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
-def _subset_check(check: _Check, arguments: dict[str, Any]) -> dict[str, Any] | str:
-    problem = _violation(check, arguments, "arguments")
-    return arguments if problem is None else problem
-
-
-def _violation(check: _Check, value: Any, path: str) -> str | None:
-    """The first way ``value`` breaks ``check``, or None. Cheap: no allocation on success."""
-    kind = check.type
-    if kind is not None:
-        actual = _json_type(value)
-        if actual != kind and not (kind == "number" and actual == "integer"):
-            return f"{path} must be {kind}, got {actual}"
-    if isinstance(value, dict):
-        for key in check.required:
-            if key not in value:
-                return f"missing required key {key!r} in {path}"
-        for key, item in value.items():
-            sub = check.properties.get(key)
-            if sub is None:
-                if check.closed:
-                    return f"unexpected key {key!r} in {path}"
-                continue
-            problem = _violation(sub, item, f"{path}.{key}")
-            if problem is not None:
-                return problem
-    elif isinstance(value, list) and check.items is not None:
-        for index, item in enumerate(value):
-            problem = _violation(check.items, item, f"{path}[{index}]")
-            if problem is not None:
-                return problem
-    return None
 
 
 # Re-exported from here (the public path); imported last because it builds on the

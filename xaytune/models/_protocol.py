@@ -89,9 +89,9 @@ class Usage:
 class ModelRequest:
     """One model call.
 
-    ``sampling_key`` is a deterministic key for this call (spec fingerprint, attempt,
-    turn): a simulated model derives its randomness from it, a real endpoint may
-    pass a derived integer as its ``seed`` parameter.
+    ``sampling_key`` is a deterministic key for this call (harness declaration, task,
+    seed, replicate, attempt, turn): a simulated model derives its randomness from it,
+    a real endpoint may pass a derived integer as its ``seed`` parameter.
     """
 
     messages: tuple[Message, ...]

@@ -7,6 +7,15 @@ is counted, and exhaustion raises :class:`TransientModelError` so the harness's 
 retry policy decides what happens next. Everything else is a terminal
 :class:`ModelError` with a stable reason. Spend is never silently zero: a reply
 without token usage is refused (``usage-missing``).
+
+A reply is read within :mod:`xaytune.core.limits` before it is parsed: a body over
+``MAX_MODEL_REPLY_BYTES`` (read in chunks, never whole), nested deeper than
+``MAX_JSON_DEPTH``, with an integer over ``MAX_INT_DIGITS`` digits, a number beyond a
+double's range, a lone surrogate in any string, or a shape other than the protocol's
+(a ``message`` that is not an object, a token count beyond 2^53) is a malformed reply:
+``model-error``, definitive, with the limit's word in its message. Tool-call argument
+strings are passed on as they are: the toolbox holds them to its own limits, and the
+model sees ``bad-arguments``.
 """
 
 from __future__ import annotations
@@ -22,6 +31,8 @@ from typing import Any
 
 import httpx
 
+from xaytune.core import limits
+from xaytune.core.canonical import MAX_SAFE_INTEGER
 from xaytune.core.errors import ConfigError
 from xaytune.models._protocol import (
     ContextOverflowError,
@@ -100,6 +111,33 @@ def _retry_after(value: str | None) -> float | None:
 
 def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_token_count(value: Any) -> bool:
+    return _is_count(value) and value <= MAX_SAFE_INTEGER
+
+
+async def _read_body(response: httpx.Response) -> bytes:
+    """The body of a streamed ``response``, refused past ``MAX_MODEL_REPLY_BYTES``."""
+    limit = limits.MAX_MODEL_REPLY_BYTES
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and len(declared) < 20 and int(declared) > limit:
+        raise _TooLarge(int(declared))
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge(size)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _TooLarge(Exception):
+    """A reply body passed ``MAX_MODEL_REPLY_BYTES`` (after ``size`` bytes)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
 
 
 class OpenAICompatibleModel:
@@ -190,7 +228,15 @@ class OpenAICompatibleModel:
         while True:
             delay: float | None = None
             try:
-                response = await client.post(self._url, json=body)
+                async with client.stream("POST", self._url, json=body) as response:
+                    raw = await _read_body(response)
+            except _TooLarge as error:
+                raise ModelError(
+                    "model-error",
+                    f"{self._where}: too-large: the reply passes {error.size:,} bytes; the limit "
+                    f"is {limits.MAX_MODEL_REPLY_BYTES:,} (MAX_MODEL_REPLY_BYTES)",
+                    retries=retries,
+                ) from None
             except httpx.TimeoutException as error:
                 failure = f"no reply within {self._timeout_s:g}s ({type(error).__name__})"
             except (httpx.NetworkError, httpx.RemoteProtocolError) as error:
@@ -203,7 +249,7 @@ class OpenAICompatibleModel:
                 ) from None
             else:
                 if response.status_code not in _RETRY_STATUSES:
-                    return self._reply(response, retries)
+                    return self._reply(response, raw, retries)
                 failure = f"HTTP {response.status_code}"
                 delay = _retry_after(response.headers.get("retry-after"))
             if retries >= self._max_retries:
@@ -253,12 +299,12 @@ class OpenAICompatibleModel:
             body["max_tokens"] = min(limit, pinned) if _is_count(pinned) else limit
         return body
 
-    def _error_text(self, response: httpx.Response) -> str:
+    def _error_text(self, raw: bytes) -> str:
         """A short, one-line, key-free excerpt of an error body."""
         try:
-            data = response.json()
-        except ValueError:
-            text = response.text
+            data = self._parse(raw)
+        except (ValueError, limits.LimitError):
+            text = raw[:1000].decode("utf-8", "replace")
         else:
             error = data.get("error") if isinstance(data, dict) else None
             if isinstance(error, dict):
@@ -273,7 +319,7 @@ class OpenAICompatibleModel:
             text = text.replace(self._api_key, "***")
         return " ".join(text.split())[:200]
 
-    def _refusal(self, response: httpx.Response, retries: int) -> ModelError:
+    def _refusal(self, response: httpx.Response, raw: bytes, retries: int) -> ModelError:
         status = response.status_code
         if status in (401, 403):
             hint = f" (key from {self._api_key_env})" if self._api_key_env else " (no API key)"
@@ -282,7 +328,7 @@ class OpenAICompatibleModel:
                 f"{self._where}: HTTP {status}, credentials refused{hint}",
                 retries=retries,
             )
-        text = self._error_text(response)
+        text = self._error_text(raw)
         lowered = text.lower()
         if status == 404 or (
             "model" in lowered and any(word in lowered for word in _UNKNOWN_MODEL_WORDS)
@@ -296,22 +342,32 @@ class OpenAICompatibleModel:
             return ContextOverflowError(f"{self._where}: HTTP {status}: {text}", retries=retries)
         return ModelError("model-error", f"{self._where}: HTTP {status}: {text}", retries=retries)
 
-    def _reply(self, response: httpx.Response, retries: int) -> ModelReply:
+    def _parse(self, raw: bytes) -> Any:
+        """The reply body as JSON within the limits (``LimitError``, ``ValueError``)."""
+        return limits.loads(
+            raw,
+            what="the reply",
+            max_size=limits.MAX_MODEL_REPLY_BYTES,
+            size_name="MAX_MODEL_REPLY_BYTES",
+        )
+
+    def _malformed(self, problem: str, retries: int) -> ModelError:
+        return ModelError("model-error", f"{self._where}: {problem}", retries=retries)
+
+    def _reply(self, response: httpx.Response, raw: bytes, retries: int) -> ModelReply:
         if not response.is_success:
-            raise self._refusal(response, retries)
+            raise self._refusal(response, raw, retries)
         try:
-            data = response.json()
+            data = self._parse(raw)
+        except limits.LimitError as breach:
+            raise self._malformed(str(breach), retries) from None
         except ValueError:
-            raise ModelError(
-                "model-error", f"{self._where}: the reply is not JSON", retries=retries
-            ) from None
+            raise self._malformed("the reply is not JSON", retries) from None
         choices = data.get("choices") if isinstance(data, dict) else None
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             if isinstance(data, dict) and "error" in data:
-                raise self._refusal(response, retries)
-            raise ModelError(
-                "model-error", f"{self._where}: the reply has no choices", retries=retries
-            )
+                raise self._refusal(response, raw, retries)
+            raise self._malformed("the reply has no choices", retries)
         usage = data.get("usage")
         if not (
             isinstance(usage, dict)
@@ -323,14 +379,20 @@ class OpenAICompatibleModel:
                 f"{self._where}: the reply reports no prompt/completion token usage",
                 retries=retries,
             )
+        if not (
+            _is_token_count(usage["prompt_tokens"]) and _is_token_count(usage["completion_tokens"])
+        ):
+            raise self._malformed("out-of-range: the reply's token usage is beyond 2^53", retries)
         message = choices[0].get("message") or {}
+        if not isinstance(message, dict):
+            raise self._malformed("the reply's message is not an object", retries)
         content = message.get("content")
         if content is not None and not isinstance(content, str):
-            raise ModelError(
-                "model-error", f"{self._where}: message content is not text", retries=retries
-            )
+            raise self._malformed("message content is not text", retries)
         calls = self._tool_calls(message.get("tool_calls") or [], retries)
         raw_finish = choices[0].get("finish_reason")
+        if raw_finish is not None and not isinstance(raw_finish, str):
+            raise self._malformed("the reply's finish_reason is not text", retries)
         finish = _FINISH_REASONS.get(raw_finish or "", "stop")
         if calls and finish == "stop":  # some servers (e.g. Ollama) say "stop" with calls
             finish = "tool_calls"
@@ -356,11 +418,7 @@ class OpenAICompatibleModel:
             function = item.get("function") if isinstance(item, dict) else None
             name = function.get("name") if isinstance(function, dict) else None
             if not isinstance(name, str) or not name:
-                raise ModelError(
-                    "model-error",
-                    f"{self._where}: tool call {number} has no function name",
-                    retries=retries,
-                )
+                raise self._malformed(f"tool call {number} has no function name", retries)
             arguments = function.get("arguments", "")
             if not isinstance(arguments, str):  # some servers send the object itself
                 arguments = json.dumps(arguments)

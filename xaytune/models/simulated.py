@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import math
 import re
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
+from xaytune.core import limits
+from xaytune.core.canonical import MAX_SAFE_INTEGER
 from xaytune.core.errors import ConfigError, SuiteError
 from xaytune.models._protocol import (
     ContextOverflowError,
@@ -160,26 +161,39 @@ class SimulatedModel:
         judge_noise_rate: float = 0.2,
         judge_malformed_rate: float = 0.0,
     ) -> None:
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            raise ConfigError("model-config", f"simulated model seed {seed!r} is not an integer")
+        if not isinstance(seed, int) or isinstance(seed, bool) or abs(seed) > MAX_SAFE_INTEGER:
+            # The seed is in the identity, which is fingerprinted: an integer within 2^53.
+            raise ConfigError(
+                "model-config",
+                f"simulated model seed {limits.quote(seed)} is not an integer within 2^53",
+            )
         rates = {
             "transient_error_rate": transient_error_rate,
             "mental_error_base": mental_error_base,
             "judge_noise_rate": judge_noise_rate,
             "judge_malformed_rate": judge_malformed_rate,
         }
-        for name, rate in rates.items():
-            if not 0.0 <= rate <= 1.0:
-                raise ConfigError("model-config", f"simulated model {name} {rate!r} is not in 0..1")
-        if not (math.isfinite(latency_s) and latency_s >= 0):
+        # Bounds from xaytune.core.limits: a latency of 1e308 s would hang the run.
+        bounds = {name: (rate, 0.0, 1.0, None) for name, rate in rates.items()}
+        bounds["latency_s"] = (latency_s, 0.0, limits.MAX_LATENCY_S, "MAX_LATENCY_S")
+        if context_window is not None:
+            high = limits.MAX_CONTEXT_WINDOW
+            bounds["context_window"] = (context_window, 1, high, "MAX_CONTEXT_WINDOW")
+        for name, (value, low, high, limit_name) in bounds.items():
+            try:
+                limits.check_range(
+                    value,
+                    name=f"simulated model {name}",
+                    low=low,
+                    high=high,
+                    limit_name=limit_name,
+                )
+            except limits.LimitError as breach:
+                raise ConfigError("model-config", str(breach)) from None
+        if context_window is not None and not isinstance(context_window, int):
             raise ConfigError(
-                "model-config", f"simulated model latency_s {latency_s!r} is negative"
-            )
-        if context_window is not None and (
-            not isinstance(context_window, int) or context_window < 1
-        ):
-            raise ConfigError(
-                "model-config", f"simulated model context_window {context_window!r} is not >= 1"
+                "model-config",
+                f"simulated model context_window {limits.quote(context_window)} is not an integer",
             )
         self._seed = seed
         self._latency_s = float(latency_s)

@@ -6,13 +6,16 @@ that defines it (line endings normalised, so a checkout on another platform give
 the same digest). The whole module is hashed, not only the object's own lines: a
 helper the tool calls in the same module changes what the tool does, and must change
 its identity (DESIGN: a part that can change a result is identified by its code).
-Code in *other* modules is covered only by the part's declared ``version``.
+Code in *other* modules is covered by the part's declared ``version``, or, when the part
+names them in ``__xaytune_sources__`` (a tuple of module names, e.g. the built-in
+calculator's evaluator module), by their sources too.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import inspect
 import sys
 from pathlib import Path
@@ -72,20 +75,44 @@ def target_path(obj: object) -> str:
 _SOURCE_DIGESTS: dict[tuple[str, int, int, int, int], str] = {}
 
 
-def _source_digest(obj: object, where: str) -> str:
-    target = _code_object(obj, where)
-    module = sys.modules.get(getattr(target, "__module__", "") or "")
+def _file_digest(filename: str) -> str:
+    """sha256 of a source file with LF line endings, remembered per file version."""
+    stat = Path(filename).stat()
+    # ctime and inode too: an edit that keeps size and restores the mtime still
+    # changes the ctime (only the kernel sets it).
+    key = (filename, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_size)
+    digest = _SOURCE_DIGESTS.get(key)
+    if digest is None:
+        data = Path(filename).read_bytes().replace(b"\r\n", b"\n")
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        _SOURCE_DIGESTS[key] = digest
+    return digest
+
+
+def _module_file(name: str) -> str | None:
+    module = sys.modules.get(name)
     filename = getattr(module, "__file__", None) if module is not None else None
     if filename and filename.endswith(".py") and Path(filename).is_file():
-        stat = Path(filename).stat()
-        # ctime and inode too: an edit that keeps size and restores the mtime still
-        # changes the ctime (only the kernel sets it).
-        key = (filename, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_size)
-        digest = _SOURCE_DIGESTS.get(key)
-        if digest is None:
-            data = Path(filename).read_bytes().replace(b"\r\n", b"\n")
-            digest = "sha256:" + hashlib.sha256(data).hexdigest()
-            _SOURCE_DIGESTS[key] = digest
+        return filename
+    return None
+
+
+def _source_digest(obj: object, where: str) -> str:
+    target = _code_object(obj, where)
+    filename = _module_file(getattr(target, "__module__", "") or "")
+    if filename is not None:
+        digest = _file_digest(filename)
+        # A part whose logic lives in other modules names them: their sources count too.
+        also = getattr(target, "__xaytune_sources__", ())
+        if also:
+            digests = [digest]
+            for name in also:
+                importlib.import_module(name)
+                other = _module_file(name)
+                if other is None:
+                    raise PluginError("no-source", f"{where}: module {name} has no source file")
+                digests.append(_file_digest(other))
+            digest = "sha256:" + hashlib.sha256("\n".join(digests).encode()).hexdigest()
         return digest
     try:  # a module without a file (python -c, a notebook): the object's own lines
         source = inspect.getsource(target)

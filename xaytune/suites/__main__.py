@@ -6,12 +6,19 @@
 
 Each line of the input JSONL is ``{"id", "input", "answer", "attachments"?, "metadata"?}``;
 answers go to the held-out reference file only. Errors are one line, exit code 2.
+
+The source is read within the limits of ``xaytune.core.limits`` (the README's
+"Limits" table): a line over ``MAX_SUITE_LINE_BYTES``, a file over
+``MAX_SUITE_FILE_BYTES`` (``/dev/zero`` is refused, never read whole), nesting over
+``MAX_JSON_DEPTH``, an integer over ``MAX_INT_DIGITS`` digits or a task input over
+``MAX_TASK_INPUT_BYTES`` is refused in one line naming the file and line or task.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TextIO
 
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
@@ -49,24 +56,31 @@ def main(argv: list[str] | None = None) -> int:
             source = build_suite_from_jsonl(
                 args.source, args.out, name=args.name, version=args.version
             )
-            print(
+            _say(
                 f"pinned {source.suite.name} {source.suite.version}: "
                 f"{len(source.suite.tasks)} tasks, digest {source.digest} -> {args.out}"
             )
         elif args.command == "generate-arith-tools":
             source = build_arith_tools(args.out)
-            print(f"pinned arith-tools: {len(source.suite.tasks)} tasks, digest {source.digest}")
+            _say(f"pinned arith-tools: {len(source.suite.tasks)} tasks, digest {source.digest}")
         else:
             source = SuiteSource(args.path)
             source.reference_strings()  # reads and checks the held-out file too
-            print(
+            _say(
                 f"ok {source.suite.name} {source.suite.version}: "
                 f"{len(source.suite.tasks)} tasks, digest {source.digest}"
             )
     except XaytuneError as error:
-        print(f"error: {error}", file=sys.stderr)
+        _say(f"error: {error}", sys.stderr)
         return 2
     return 0
+
+
+def _say(line: str, stream: TextIO | None = None) -> None:
+    """Print one line that any terminal encoding can take: a path given as undecodable
+    bytes (a lone surrogate in ``argv``) is written escaped, never a crash."""
+    safe = line.encode("utf-8", "backslashreplace").decode("utf-8")
+    print(safe, file=stream or sys.stdout)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from xaytune.core import limits
 from xaytune.core._ids import is_valid_id
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.domain.benchmark import (
@@ -21,18 +22,63 @@ from xaytune.core.domain.benchmark import (
     Reference,
     SuiteSource,
     Task,
+    check_task_input,
     load_jsonl_objects,
     suite_digest,
 )
-from xaytune.core.errors import SuiteError
+from xaytune.core.errors import FingerprintError, SuiteError
+from xaytune.core.limits import (
+    LimitError,
+    check_json_text,
+    clip,
+    quote,
+)
 
 __all__ = ["build_suite", "build_suite_from_jsonl"]
 
 _TASK_FIELDS = {"id", "input", "attachments", "metadata"}
+_MAX_VERSION_CHARS = 128
 
 
-def _jsonl(records: Sequence[dict[str, Any]]) -> bytes:
-    return b"".join(canonical_bytes(record) + b"\n" for record in records)
+def _line(record: dict[str, Any], what: str) -> bytes:
+    """``record`` as one canonical JSONL line, within the limits a loader applies."""
+    try:
+        line = canonical_bytes(record)
+    except FingerprintError as error:
+        problem = str(error).removeprefix(f"{error.reason}: ")
+        raise SuiteError(error.reason, f"{what}: {clip(problem, 200)}") from None
+    except RecursionError:  # a Python value nested beyond the interpreter's stack
+        raise SuiteError(
+            "too-deep", f"{what}: nests deeper than {limits.MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)"
+        ) from None
+    try:
+        check_json_text(
+            line,
+            what=what,
+            max_size=limits.MAX_SUITE_LINE_BYTES,
+            size_name="MAX_SUITE_LINE_BYTES",
+        )
+    except LimitError as error:
+        raise SuiteError(error.reason, error.detail) from None
+    return line + b"\n"
+
+
+def _too_many_tasks() -> str:
+    return f"more than {limits.MAX_SUITE_TASKS:,} tasks (MAX_SUITE_TASKS)"
+
+
+def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The source's objects, one at a time (a refusal comes before the rest is read)."""
+    try:
+        yield from load_jsonl_objects(path)
+    except OSError as error:
+        raise SuiteError("suite-missing", f"{path}: cannot read ({error.strerror})") from None
+
+
+def _first_problem(error: ValidationError) -> str:
+    first = error.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "record"
+    return f"{clip(loc)}: {first['msg']}"
 
 
 def build_suite(
@@ -48,57 +94,74 @@ def build_suite(
 
     Refuses: an invalid suite name, an empty suite, a duplicate or invalid task id, a
     task without a reference or a reference without a task, and an existing
-    ``out_dir``. The directory appears whole or not at all (written aside, renamed).
+    ``out_dir``; and, as a loader would (:mod:`xaytune.core.limits`), a record nested
+    too deeply (``too-deep``), a line too long (``too-large``), an input larger than
+    ``MAX_TASK_INPUT_BYTES`` (``too-large``, naming the task). The directory appears
+    whole or not at all (written aside, renamed).
     """
     out = Path(out_dir)
     if not is_valid_id(name):
-        raise SuiteError("bad-id", f"suite name {name!r} is not a valid id")
-    if not version or any(c.isspace() for c in version):
-        raise SuiteError("bad-manifest", f"suite version {version!r} is empty or has spaces")
+        raise SuiteError("bad-id", f"suite name {quote(name)} is not a valid id")
+    if (
+        not isinstance(version, str)
+        or not version
+        or len(version) > _MAX_VERSION_CHARS
+        or not version.isprintable()
+        or any(c.isspace() for c in version)
+    ):
+        raise SuiteError(
+            "bad-manifest",
+            f"suite version {quote(version)} is empty, has spaces or unprintable characters, "
+            f"or is longer than {_MAX_VERSION_CHARS} characters",
+        )
     if not tasks:
         raise SuiteError("empty-suite", f"{where}: no tasks")
+    if len(tasks) > limits.MAX_SUITE_TASKS:
+        raise SuiteError("too-large", f"{where}: {_too_many_tasks()}")
     if out.exists():
         raise SuiteError("exists", f"{out}: already exists; a pinned suite is never overwritten")
     seen: set[str] = set()
+    task_lines: list[bytes] = []
     for i, record in enumerate(tasks, start=1):
         if not isinstance(record, dict):
             raise SuiteError("bad-record", f"{where}: task #{i} is not an object")
         if "id" in record and not is_valid_id(record["id"]):
             # The same word as a bad suite name: an id must be a safe path part.
-            raise SuiteError("bad-id", f"{where}: task id {record['id']!r} is not a valid id")
+            raise SuiteError("bad-id", f"{where}: task id {quote(record['id'])} is not a valid id")
+        label = repr(record["id"]) if "id" in record else f"#{i}"
         try:
             task = Task.model_validate(record)
         except ValidationError as error:
-            first = error.errors()[0]
-            loc = ".".join(str(p) for p in first["loc"]) or "record"
             raise SuiteError(
-                "bad-record", f"{where}: task {record.get('id', f'#{i}')!r}: {loc}: {first['msg']}"
+                "bad-record", f"{where}: task {label}: {_first_problem(error)}"
             ) from None
         if task.id in seen:
             raise SuiteError("duplicate-task", f"{where}: task id {task.id!r} appears twice")
         seen.add(task.id)
+        task_lines.append(_line(record, f"{where}: task {task.id!r}"))
+        check_task_input(task, where=where)
     answered: set[str] = set()
+    reference_lines: list[bytes] = []
     for i, record in enumerate(references, start=1):
         try:
             reference = Reference.model_validate(record)
         except ValidationError as error:
-            first = error.errors()[0]
-            loc = ".".join(str(p) for p in first["loc"]) or "record"
             raise SuiteError(
-                "bad-record", f"{where}: reference #{i}: {loc}: {first['msg']}"
+                "bad-record", f"{where}: reference #{i}: {_first_problem(error)}"
             ) from None
         if reference.id not in seen:
             raise SuiteError(
-                "orphan-reference", f"{where}: reference for unknown task {reference.id!r}"
+                "orphan-reference", f"{where}: reference for unknown task {quote(reference.id)}"
             )
         if reference.id in answered:
             raise SuiteError("duplicate-task", f"{where}: two references for task {reference.id!r}")
         answered.add(reference.id)
+        reference_lines.append(_line(record, f"{where}: reference for task {reference.id!r}"))
     missing = [task_id for task_id in (r["id"] for r in tasks) if task_id not in answered]
     if missing:
         raise SuiteError("missing-reference", f"{where}: task {missing[0]!r} has no reference")
 
-    files = {TASKS_FILE: _jsonl(tasks), REFERENCES_FILE: _jsonl(references)}
+    files = {TASKS_FILE: b"".join(task_lines), REFERENCES_FILE: b"".join(reference_lines)}
     digests = {file: sha256_digest(data) for file, data in files.items()}
     manifest = {
         "schema": SUITE_SCHEMA,
@@ -139,20 +202,22 @@ def build_suite_from_jsonl(
     field is refused. ``answer`` goes to the held-out reference file only.
     """
     path = Path(source)
-    try:
-        rows = list(load_jsonl_objects(path))
-    except OSError as error:
-        raise SuiteError("suite-missing", f"{path}: cannot read ({error.strerror})") from None
+    rows = _rows(path)
     tasks: list[dict[str, Any]] = []
     references: list[dict[str, Any]] = []
     for number, row in rows:
+        if len(tasks) == limits.MAX_SUITE_TASKS:
+            raise SuiteError("too-large", f"{path}: line {number}: {_too_many_tasks()}")
         if "answer" not in row:
             raise SuiteError(
-                "missing-reference", f"{path}: line {number}: task {row.get('id')!r} has no answer"
+                "missing-reference",
+                f"{path}: line {number}: task {quote(row.get('id'))} has no answer",
             )
         extra = set(row) - _TASK_FIELDS - {"answer"}
         if extra:
-            raise SuiteError("bad-record", f"{path}: line {number}: unknown fields {sorted(extra)}")
+            raise SuiteError(
+                "bad-record", f"{path}: line {number}: unknown fields {quote(sorted(extra))}"
+            )
         answer = row.pop("answer")
         if not isinstance(answer, str | int) or isinstance(answer, bool):
             raise SuiteError(

@@ -21,10 +21,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from xaytune.core import limits
 from xaytune.core._frozen import share_fields_set
 from xaytune.core._ids import is_valid_id
-from xaytune.core.canonical import MAX_SAFE_INTEGER, fingerprint, sha256_digest
-from xaytune.core.errors import SuiteError
+from xaytune.core.canonical import MAX_SAFE_INTEGER, canonical_bytes, fingerprint
+from xaytune.core.errors import FingerprintError, SuiteError
+from xaytune.core.limits import (
+    LimitError,
+    check_json_text,
+    clip,
+    hash_bounded,
+    iter_lines,
+    loads,
+    quote,
+    read_bounded,
+)
 
 __all__ = [
     "ASSIGNMENT_ALGORITHM",
@@ -165,20 +176,68 @@ class BenchmarkSuite(BaseModel):
         return task_id in self._index
 
 
+def check_task_input(task: Task, *, where: str, line_bytes: int | None = None) -> None:
+    """Refuse (``too-large``) a task whose input, as canonical JSON, passes
+    :data:`~xaytune.core.limits.MAX_TASK_INPUT_BYTES`; ``line_bytes`` (the size of the
+    line it was read from, when known) skips the count for a line that cannot hold one."""
+    if line_bytes is not None and line_bytes <= limits.MAX_TASK_INPUT_BYTES:
+        return
+    try:
+        size = len(canonical_bytes(task.input))
+    except FingerprintError as error:
+        raise SuiteError(error.reason, f"{where}: task {task.id!r}: input: {error}") from None
+    if size > limits.MAX_TASK_INPUT_BYTES:
+        raise SuiteError(
+            "too-large",
+            f"{where}: task {task.id!r}: input is {size:,} bytes as JSON; the limit is "
+            f"{limits.MAX_TASK_INPUT_BYTES:,} (MAX_TASK_INPUT_BYTES)",
+        )
+
+
+def _suite_lines(path: Path) -> Iterable[tuple[int, bytes]]:
+    """The lines of a suite file or source, within the line and file limits."""
+    try:
+        yield from iter_lines(path)
+    except LimitError as error:
+        raise SuiteError(error.reason, error.detail) from None
+
+
+def _file_sha256(path: Path) -> str:
+    """``sha256:<hex>`` of a suite file, hashed in chunks within MAX_SUITE_FILE_BYTES."""
+    try:
+        state = hash_bounded(
+            path, limits.MAX_SUITE_FILE_BYTES, hashlib.sha256, size_name="MAX_SUITE_FILE_BYTES"
+        )
+    except OSError as error:
+        raise SuiteError("suite-missing", f"{path}: cannot read ({error.strerror})") from None
+    except LimitError as error:
+        raise SuiteError(error.reason, error.detail) from None
+    return "sha256:" + state.hexdigest()
+
+
 def _read_jsonl(path: Path, model: type[BaseModel]) -> list[Any]:
     records = []
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                records.append(model.model_validate_json(raw))
-            except ValidationError as error:
-                first = error.errors()[0]
-                where = ".".join(str(p) for p in first["loc"]) or "line"
-                raise SuiteError(
-                    "bad-record", f"{path}: line {number}: {where}: {first['msg']}"
-                ) from None
+    for number, raw in _suite_lines(path):
+        if not raw.strip():
+            continue
+        where = f"{path}: line {number}"
+        try:
+            check_json_text(
+                raw,
+                what=where,
+                max_size=limits.MAX_SUITE_LINE_BYTES,
+                size_name="MAX_SUITE_LINE_BYTES",
+            )
+            record = model.model_validate_json(raw)
+        except LimitError as error:
+            raise SuiteError(error.reason, error.detail) from None
+        except ValidationError as error:
+            first = error.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"]) or "line"
+            raise SuiteError("bad-record", f"{where}: {clip(loc)}: {first['msg']}") from None
+        if isinstance(record, Task):
+            check_task_input(record, where=where, line_bytes=len(raw))
+        records.append(record)
     return records
 
 
@@ -211,34 +270,39 @@ class SuiteSource:
     def _read_manifest(self) -> SuiteManifest:
         path = self.path / MANIFEST_FILE
         try:
-            raw = path.read_bytes()
+            size, size_name = limits.MAX_JSON_FILE_BYTES, "MAX_JSON_FILE_BYTES"
+            raw = read_bounded(path, size, size_name=size_name)
+            check_json_text(raw, what=str(path), max_size=size, size_name=size_name)
         except OSError as error:
             raise SuiteError("suite-missing", f"{path}: cannot read ({error.strerror})") from None
+        except LimitError as error:
+            raise SuiteError(error.reason, error.detail) from None
         try:
             manifest = SuiteManifest.model_validate_json(raw)
         except ValidationError as error:
             first = error.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
+            where = clip(".".join(str(p) for p in first["loc"]))
             raise SuiteError("bad-manifest", f"{path}: {where}: {first['msg']}") from None
         if manifest.schema_ != SUITE_SCHEMA:
-            raise SuiteError("bad-manifest", f"{path}: schema {manifest.schema_!r} is not v1")
+            raise SuiteError("bad-manifest", f"{path}: schema {quote(manifest.schema_)} is not v1")
         if set(manifest.files) != {TASKS_FILE, REFERENCES_FILE}:
             raise SuiteError(
                 "bad-manifest", f"{path}: files must be {TASKS_FILE} and {REFERENCES_FILE}"
             )
         if manifest.digest != manifest.expected_digest():
             raise SuiteError("digest-mismatch", f"{path}: suite digest does not match its facts")
+        if manifest.task_count > limits.MAX_SUITE_TASKS:
+            raise SuiteError(
+                "too-large",
+                f"{path}: {manifest.task_count:,} tasks; the limit is "
+                f"{limits.MAX_SUITE_TASKS:,} (MAX_SUITE_TASKS)",
+            )
         return manifest
 
     def _verify_files(self) -> None:
         for name, expected in self.manifest.files.items():
             path = self.path / name
-            try:
-                actual = sha256_digest(path.read_bytes())
-            except OSError as error:
-                raise SuiteError(
-                    "suite-missing", f"{path}: cannot read ({error.strerror})"
-                ) from None
+            actual = _file_sha256(path)
             if actual != expected:
                 raise SuiteError(
                     "digest-mismatch", f"{path}: sha256 {actual} does not match the manifest"
@@ -252,8 +316,7 @@ class SuiteSource:
         if self._references is None:
             path = self.path / REFERENCES_FILE
             # The bytes were verified on open; re-verify so an edit since then is caught.
-            raw = path.read_bytes()
-            if sha256_digest(raw) != self.manifest.files[REFERENCES_FILE]:
+            if _file_sha256(path) != self.manifest.files[REFERENCES_FILE]:
                 raise SuiteError("digest-mismatch", f"{path}: changed since the suite was opened")
             references = {ref.id: ref for ref in _read_jsonl(path, Reference)}
             if set(references) != set(self.suite.task_ids):
@@ -348,18 +411,49 @@ def record_assignment(
 
 
 def load_jsonl_objects(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) from a JSONL file; one-line errors name the line."""
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as error:
-                raise SuiteError("bad-json", f"{path}: line {number}: {error.msg}") from None
-            except UnicodeDecodeError:
-                # json.loads(bytes) decodes first; bad bytes are bad JSON, not a crash.
-                raise SuiteError("bad-json", f"{path}: line {number}: not UTF-8 text") from None
-            if not isinstance(record, dict):
-                raise SuiteError("bad-json", f"{path}: line {number}: not a JSON object")
-            yield number, record
+    """Yield (line number, object) from a JSONL file; one-line errors name the line.
+
+    Bounded (:mod:`xaytune.core.limits`): the file's size, each line's length, its
+    depth and its integers' digits. Refused as ``bad-json``: what is not JSON, not an
+    object, not UTF-8 text, or has a duplicate key or a NaN/Infinity literal.
+    """
+    for number, raw in _suite_lines(path):
+        if not raw.strip():
+            continue
+        where = f"{path}: line {number}"
+        try:
+            record = loads(
+                raw,
+                what=where,
+                max_size=limits.MAX_SUITE_LINE_BYTES,
+                size_name="MAX_SUITE_LINE_BYTES",
+                object_pairs_hook=_unique_keys,
+                parse_constant=_no_constant,
+            )
+        except LimitError as error:
+            raise SuiteError(error.reason, error.detail) from None
+        except json.JSONDecodeError as error:
+            raise SuiteError("bad-json", f"{where}: {error.msg}") from None
+        except UnicodeDecodeError:
+            # json.loads(bytes) decodes first; bad bytes are bad JSON, not a crash.
+            raise SuiteError("bad-json", f"{where}: not UTF-8 text") from None
+        except ValueError as error:  # a duplicate key or a NaN/Infinity literal
+            raise SuiteError("bad-json", f"{where}: {error}") from None
+        if not isinstance(record, dict):
+            raise SuiteError("bad-json", f"{where}: not a JSON object")
+        yield number, record
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"key {quote(key)} appears twice")
+            seen.add(key)
+    return record
+
+
+def _no_constant(literal: str) -> Any:
+    raise ValueError(f"{literal} is not a JSON number")
