@@ -12,6 +12,7 @@ BAD_OVERRIDES = [
     (["samplin.count=3"], ["samplin.count"]),
     (["sampling.count=abc"], ["sampling.count"]),
     (["+candidates.a.max_turn=3"], ["candidates.a.max_turn", "unknown key"]),
+    (["candidates.a.max_turn=3"], ["candidates.a.max_turn: no such key (a typo?"]),
     (["model=openai_compatible"], ["model.base_url"]),
     (["comparison.fail_on=[favours-a]"], ["comparison.fail_on"]),
     (["experiment.name=../escape"], ["experiment.name"]),

@@ -228,3 +228,25 @@ def test_a_factory_function_is_a_model_adapter(xaytune, project: Path, output_di
     assert (project / "factory-calls.log").read_text().count("call") > 0
     manifest = json.loads((output_dir(project, "quickstart") / "manifest.json").read_text())
     assert manifest["parts"]["model_adapter"]["target"] == "userparts.make_model"
+
+
+def test_an_edited_judge_rubric_is_refused_before_any_model_call(xaytune, project: Path) -> None:
+    result = xaytune(
+        project, "--config-dir", "conf", "+experiment=judge", "model=counting", "progress=false",
+        "evaluators.judge.config.spec.rubric.text=Score generously.",
+    )  # fmt: skip
+    assert result.returncode == 2, result.describe()
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: rubric-digest-mismatch: ")
+    assert not (project / "calls.log").exists()
+    runs = project / "experiments" / "judge"
+    assert not runs.exists() or list(runs.iterdir()) == []
+
+
+@pytest.mark.parametrize("where", ["a-file/sub", "/proc/no-such-dir"])
+def test_an_unusable_output_directory_is_one_line(xaytune, project: Path, where: str) -> None:
+    (project / "a-file").write_text("not a directory\n")
+    result = xaytune(project, "+experiment=quickstart", f"hydra.run.dir={where}")
+    assert result.returncode == 2, result.describe()
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: bad-output: ") and where.split("/")[-1] in line

@@ -17,13 +17,10 @@ __all__ = ["GatherSweep"]
 class GatherSweep(Callback):
     """``on_multirun_end``: gather every job's replicates and compare them once.
 
-    Its start hooks also tell the CLI that composition succeeded (stderr is released).
+    Its multirun start hook tells the CLI that composition succeeded (stderr is
+    released). A single run releases it when the task starts, so a failure to create
+    the run directory is still one line.
     """
-
-    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from xaytune.app.cli import composition_done
-
-        composition_done()
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from xaytune.app.cli import composition_done

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -20,6 +21,16 @@ from xaytune.core.limits import clip
 __all__ = ["composition_done", "register_resolvers", "run"]
 
 _held: dict[str, object] = {}
+_OS_ERRORS = frozenset(
+    {
+        "OSError",
+        "PermissionError",
+        "FileNotFoundError",
+        "FileExistsError",
+        "NotADirectoryError",
+        "IsADirectoryError",
+    }
+)
 # A message quotes the user's input: an override of 100 KB is named, not echoed.
 _MESSAGE_CHARS = 400
 
@@ -51,9 +62,16 @@ def _exception_of(report: str) -> tuple[str, str] | None:
         line = raw[i]
         if line and not line[0].isspace():
             kind, _, first = line.partition(": ")
-            rest = [part.strip() for part in raw[i + 1 :] if part.strip()]
+            rest = [
+                part.strip()
+                for part in raw[i + 1 :]
+                if part.strip() and not part.startswith("Set the environment variable HYDRA")
+            ]
             return kind, " ".join([first, *rest])[:500]
     return None
+
+
+_NO_SUCH_KEY = re.compile(r"Could not override '([^']+)'\.")
 
 
 def _one_line(report: str) -> str:
@@ -65,6 +83,14 @@ def _one_line(report: str) -> str:
     ]
     if not lines:
         return "Hydra could not compose the config"
+    missing = _NO_SUCH_KEY.match(lines[0])
+    if missing is not None:
+        # Hydra suggests "+key=value", which only adds a key the schema then refuses:
+        # for a misspelt key the fix is the spelling.
+        return (
+            f"{missing[1]}: no such key (a typo? `python -m xaytune +experiment=... --cfg job` "
+            "prints every key)"
+        )
     message = "; ".join(lines[:2])
     if lines[1:2] and lines[1].startswith("Available options"):
         # The options follow, one per tab-indented line: they are what the user needs.
@@ -249,6 +275,8 @@ def run() -> None:
             if exception is not None:
                 kind, message = exception
                 reason = "bad-yaml" if "yaml" in kind.lower() else "bad-override"
+                if kind.rsplit(".", 1)[-1] in _OS_ERRORS:  # e.g. hydra.run.dir unusable
+                    reason = "bad-output"
                 kind = kind.rsplit(".", 1)[-1]
                 print(f"error: {reason}: {kind}: {clip(message, _MESSAGE_CHARS)}", file=sys.stderr)
             else:

@@ -10,6 +10,7 @@ same resume command and exits 2.
 
 from __future__ import annotations
 
+import errno
 import shlex
 import shutil
 import sys
@@ -129,6 +130,10 @@ def finish(out: Path, cfg: ExperimentConfig, plain: dict[str, Any], source) -> i
     return 0
 
 
+# Refusals during a run that a resume can finish (the tree stays as sealed so far).
+_RESUMABLE = frozenset({"model-unavailable", "publish-failed"})
+
+
 def _resume_hint(out: Path | None) -> str:
     """The command that continues the tree ``out`` with this run's overrides; in a
     sweep, the command that continues the whole sweep (every job, then the summary)."""
@@ -188,10 +193,17 @@ def main(raw: DictConfig) -> None:
         with tree_lock(out):  # one writer per tree
             code = run_job(cfg, plain, out, compare=not multirun)
     except XaytuneError as error:
-        if error.reason == "model-unavailable" and out is not None:
+        if error.reason in _RESUMABLE and out is not None:
             print(f"error: {error}\n{_resume_hint(out)}", file=sys.stderr)
             sys.exit(2)
         _fail(error)
+    except OSError as error:  # a full disk, a read-only or vanished output directory
+        word = errno.errorcode.get(error.errno or 0, type(error).__name__)
+        where = error.filename if error.filename is not None else out
+        kept = out is not None and (out / "manifest.json").exists()
+        hint = f"\n{_resume_hint(out)}" if kept else ""  # what was sealed stays sealed
+        print(f"error: {word}: {where}: {error.strerror or error}{hint}", file=sys.stderr)
+        sys.exit(2)
     except KeyboardInterrupt:
         stopped = "terminated" if terminated() else "interrupted"
         print(
