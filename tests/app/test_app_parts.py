@@ -250,3 +250,19 @@ def test_an_unusable_output_directory_is_one_line(xaytune, project: Path, where:
     assert result.returncode == 2, result.describe()
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("error: bad-output: ") and where.split("/")[-1] in line
+
+
+@pytest.mark.parametrize("loop", ["self-check", "plan-then-act"])
+def test_the_quickstart_runs_each_built_in_loop_into_a_verifying_tree(
+    tmp_path: Path, xaytune, verify, output_dir, loop: str
+) -> None:
+    result = xaytune(
+        tmp_path, "+experiment=quickstart", f"candidates.b.loop={loop}", "sampling.count=4",
+        "progress=false",
+    )  # fmt: skip
+    assert result.returncode == 0, result.describe()
+    tree = output_dir(tmp_path, "quickstart")
+    manifest = json.loads((tree / "manifest.json").read_text())
+    loops = [p["name"] for p in manifest["candidates"]["b"]["parts"] if p["kind"] == "loop"]
+    assert loops == [loop]
+    assert verify(tree).returncode == 0
