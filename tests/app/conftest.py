@@ -116,6 +116,55 @@ def cli_compare() -> Callable[..., Result]:
     return run
 
 
+def interrupted_run(
+    args: Sequence[str],
+    cwd: Path,
+    env: dict[str, str],
+    *,
+    ready: Callable[[], bool],
+    signum: int,
+    timeout: float = 60,
+) -> tuple[int, str, str]:
+    """Start ``python -m xaytune *args`` in ``cwd``; once ``ready()`` holds, send
+    ``signum``; return (exit code, stdout, stderr)."""
+    import signal
+    import time
+
+    def default_sigint() -> None:
+        # A child inherits an ignored SIGINT (a CI shell running jobs in the background),
+        # and Python then never raises KeyboardInterrupt: restore it.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xaytune", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, f"not ready within {timeout} s"
+            time.sleep(0.02)
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    return process.returncode, stdout, stderr
+
+
+@pytest.fixture(scope="session")
+def interrupted() -> Callable[..., tuple[int, str, str]]:
+    """:func:`interrupted_run`, for tests that stop a run with a signal."""
+    return interrupted_run
+
+
 def only_output_dir(cwd: Path, experiment: str) -> Path:
     """The single ``experiments/<experiment>/<timestamp>`` directory under ``cwd``."""
     found = sorted(p for p in (cwd / "experiments" / experiment).iterdir() if p.is_dir())

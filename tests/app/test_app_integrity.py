@@ -6,9 +6,7 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -73,33 +71,18 @@ def test_resume_through_a_symlink_is_refused(quickstart_copy, tmp_path, xaytune)
 
 
 def test_sigterm_seals_in_flight_attempts_partial_and_prints_the_resume_command(
-    tmp_path, cli_env, xaytune, verify, output_dir
+    tmp_path, cli_env, xaytune, verify, output_dir, interrupted
 ):
     # Attack 7: `timeout`, submitit and SLURM send SIGTERM, not SIGINT.
     run = ("+experiment=quickstart", "model.latency_s=0.1", "concurrency=4", "sampling.count=4",
            "progress=false")  # fmt: skip
-    process = subprocess.Popen(
-        [sys.executable, "-m", "xaytune", *run],
-        cwd=tmp_path,
-        env=cli_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not list(tmp_path.glob("experiments/*/*/candidates/*/seed-*/evidence/tasks/*/*")):
-            assert process.poll() is None and time.monotonic() < deadline
-            time.sleep(0.02)
-        time.sleep(0.2)
-        process.send_signal(signal.SIGTERM)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 143, (stdout, stderr)
+    code, stdout, stderr = interrupted(
+        run, tmp_path, cli_env, signum=signal.SIGTERM,
+        ready=lambda: bool(
+            list(tmp_path.glob("experiments/*/*/candidates/*/seed-*/evidence/tasks/*/*"))
+        ),
+    )  # fmt: skip
+    assert code == 143, (stdout, stderr)
     assert "Traceback" not in stderr and "terminated: in-flight attempts" in stderr
     tree = output_dir(tmp_path, "quickstart")
     # No attempt is left open: every attempt file ends with its seal.

@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -61,35 +59,11 @@ def _attempts_by_task(root: Path) -> dict[Path, list[str]]:
     }
 
 
-def _default_sigint() -> None:
-    # A child inherits an ignored SIGINT (e.g. a CI shell running jobs in the
-    # background), and Python then never raises KeyboardInterrupt: restore it.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def test_interrupt_then_resume(tmp_path, cli_env, xaytune, verify, output_dir):
-    process = subprocess.Popen(
-        [sys.executable, "-m", "xaytune", *RUN],
-        cwd=tmp_path,
-        env=cli_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
+def test_interrupt_then_resume(tmp_path, cli_env, xaytune, verify, output_dir, interrupted):
+    code, stdout, stderr = interrupted(
+        RUN, tmp_path, cli_env, ready=lambda: bool(_seals(tmp_path)), signum=signal.SIGINT
     )
-    try:
-        deadline = time.monotonic() + 60
-        while not _seals(tmp_path):
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "no attempt was sealed within 60 s"
-            time.sleep(0.02)
-        process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 130, (stdout, stderr)
+    assert code == 130, (stdout, stderr)
     assert "Traceback" not in stderr
     assert "relation:" not in stdout
     hint = [line for line in stderr.splitlines() if line.startswith("resume with: ")]
@@ -154,31 +128,13 @@ def test_interrupt_then_resume(tmp_path, cli_env, xaytune, verify, output_dir):
 
 
 def test_an_interrupted_sweep_prints_the_command_that_resumes_the_whole_sweep(
-    tmp_path, cli_env, xaytune, verify, output_dir
+    tmp_path, cli_env, xaytune, verify, output_dir, interrupted
 ):
     sweep = ("-m", *RUN, "seed=101,102,103")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "xaytune", *sweep],
-        cwd=tmp_path,
-        env=cli_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
+    code, stdout, stderr = interrupted(
+        sweep, tmp_path, cli_env, ready=lambda: bool(_seals(tmp_path)), signum=signal.SIGINT
     )
-    try:
-        deadline = time.monotonic() + 60
-        while not _seals(tmp_path):
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "no attempt was sealed within 60 s"
-            time.sleep(0.02)
-        process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 130, (stdout, stderr)
+    assert code == 130, (stdout, stderr)
     root = output_dir(tmp_path, "quickstart")
     hint = [line for line in stderr.splitlines() if line.startswith("resume with: ")]
     assert len(hint) == 1, stderr
