@@ -17,9 +17,26 @@ from pathlib import Path
 
 from xaytune.core.errors import ConfigError
 
-__all__ = ["LOCK_FILE", "find_links", "tree_lock"]
+__all__ = ["LOCK_FILE", "find_links", "fresh_dir", "tree_lock"]
 
 LOCK_FILE = ".xaytune.lock"
+
+
+def fresh_dir(path: Path) -> Path:
+    """``path``, or ``path-2``, ``path-3``, ...: the first one this process creates.
+
+    mkdir is atomic, so two runs (or sweeps, or comparisons) started in the same
+    second never share a timestamped directory.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        candidate = path if n == 1 else path.with_name(f"{path.name}-{n}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise ConfigError("bad-output", f"{path}: no free directory name")
 
 
 def find_links(root: Path) -> list[Path]:

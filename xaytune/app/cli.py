@@ -113,22 +113,10 @@ def _path_part(value: object) -> str:
 
 
 def _fresh_dir(path: str) -> str:
-    """``path``, or ``path-2``, ``path-3``, ...: the first one this process creates.
+    """A run's or sweep's own directory (see :func:`xaytune.app._tree.fresh_dir`)."""
+    from xaytune.app._tree import fresh_dir
 
-    Two runs (or sweeps) started in the same second would otherwise share one
-    timestamped directory and mix their evidence (and .hydra/) in one tree. mkdir is
-    atomic, so exactly one process gets each name.
-    """
-    base = Path(path)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    for n in range(1, 1000):
-        candidate = base if n == 1 else base.with_name(f"{base.name}-{n}")
-        try:
-            candidate.mkdir()
-        except FileExistsError:
-            continue
-        return str(candidate)
-    raise RuntimeError(f"{path}: no free output directory")
+    return str(fresh_dir(Path(path)))
 
 
 def _resumed_dir(resume: object, *, sweep: bool) -> str:

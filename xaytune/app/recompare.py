@@ -20,6 +20,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from xaytune.app._tree import fresh_dir
 from xaytune.app.config import ExperimentConfig, validate_config
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.errors import ConfigError, XaytuneError
@@ -83,7 +84,7 @@ def recompare(tree: Path, overrides: list[str]) -> tuple[Path, ComparisonReport]
     cfg = recompared_config(config, overrides)
     source = load_source(cfg)
     report = comparison_report(tree, cfg, source)
-    directory = _fresh(tree / (RECOMPARISON_PREFIX + time.strftime("%Y-%m-%d_%H-%M-%S")))
+    directory = fresh_dir(tree / (RECOMPARISON_PREFIX + time.strftime("%Y-%m-%d_%H-%M-%S")))
     for name, data in comparison_files(report).items():
         atomic_write(directory / name, data)
     write_reports(directory, report.released())
@@ -98,14 +99,3 @@ def recompare(tree: Path, overrides: list[str]) -> tuple[Path, ComparisonReport]
         reports[str(path.relative_to(tree))] = sha256_digest(path.read_bytes())
     atomic_write(manifest_path, canonical_bytes(manifest) + b"\n")
     return directory, report
-
-
-def _fresh(path: Path) -> Path:
-    for n in range(1, 1000):
-        candidate = path if n == 1 else path.with_name(f"{path.name}-{n}")
-        try:
-            candidate.mkdir()
-        except FileExistsError:
-            continue
-        return candidate
-    raise ConfigError("bad-output", f"{path}: no free directory name")
