@@ -75,3 +75,25 @@ def test_a_file_no_manifest_accounts_for_is_named(quickstart_copy: Path, verify,
     assert problems(verify, quickstart_copy) == [
         f"{quickstart_copy / name}: stray-file: no manifest accounts for this file"
     ]
+
+
+def test_a_re_roll_of_one_side_is_a_warning_in_the_report(quickstart_copy: Path, xaytune):
+    # Attack 1's recipe: strip the seal line of some of B's attempts, remove B's
+    # evaluation, published subject and replicate record, and resume. Without a seal
+    # journal verify cannot refuse it yet; the report says one side was re-run.
+    replicate = quickstart_copy / "candidates" / "mental" / "seed-101"
+    for path in sorted(replicate.glob("evidence/tasks/*/001.jsonl"))[:3]:
+        lines = path.read_bytes().splitlines(keepends=True)
+        path.write_bytes(b"".join(lines[:-1]))
+    shutil.rmtree(replicate / "evaluation")
+    for published in (replicate / "evidence" / "published").iterdir():
+        published.unlink()
+    (replicate / "replicate.restricted.json").unlink()
+    result = xaytune(
+        quickstart_copy.parent, "+experiment=quickstart", "progress=false",
+        f"resume={quickstart_copy}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.describe()
+    warning = "tasks were attempted again 0 time(s) on A (calculator) and 3 on B (mental)"
+    assert warning in (quickstart_copy / "comparison" / "report.md").read_text()
+    assert warning in result.stdout

@@ -200,12 +200,42 @@ def _power_text(metric: MetricComparison) -> str | None:
 
 
 def _warnings(report: ComparisonReport) -> list[str]:
-    if not report.seed_only_difference:
-        return []
-    return [
-        "**Warning:** the two harnesses are the same but for their names: only the seeds' "
-        "execution differs, so any difference is noise (an A/A comparison; see Calibration)."
-    ]
+    warnings = []
+    if report.seed_only_difference:
+        warnings.append(
+            "**Warning:** the two harnesses are the same but for their names: only the seeds' "
+            "execution differs, so any difference is noise (an A/A comparison; see Calibration)."
+        )
+    reruns = _reruns(report)
+    if reruns is not None:
+        warnings.append(reruns)
+    return warnings
+
+
+def _reruns(report: ComparisonReport) -> str | None:
+    """A warning when one side's tasks were run again more often than the other's: an
+    attempt recovered after a crash (or stripped of its seal) and re-run on one side
+    only is what a selective re-roll looks like."""
+    attempts = report.metrics.get("spend_attempts")
+    if attempts is None:
+        return None
+
+    def extra(summary) -> int:
+        return sum(
+            round((run.value - 1) * run.n_tasks)
+            for run in summary.runs
+            if run.value is not None and run.n_tasks
+        )
+
+    a, b = extra(attempts.a), extra(attempts.b)
+    if a == b or min(a, b) * 2 >= max(a, b) > 0:
+        return None
+    return (
+        f"**Warning:** tasks were attempted again {a} time(s) on A ({report.a.name}) and "
+        f"{b} on B ({report.b.name}): attempts recovered after a crash or interruption and "
+        "re-run on one side more than the other can bias the comparison (a selective "
+        "re-roll looks like this); the attempt files say which (`recovered: true`)."
+    )
 
 
 def terminal_table(report: ComparisonReport, *, console=None) -> None:
