@@ -198,3 +198,16 @@ def test_a_verdict_whose_interval_spans_zero_is_flagged(runs):
     b_far = runs.candidate("b", {"total_tokens": [120.0, 118.0, 121.0]})
     far = compare(a, b_far, runs.spec(TOKENS), runs.suite).metrics["total_tokens"]
     assert far.verdict == "favors-a" and far.descriptive.interval_spans_zero is False
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("sd", [1e-9, 1e-12, 1e-16])
+def test_power_with_a_spread_tiny_next_to_the_effect_terminates(sd):
+    # Found in CI: a judge's quality differences equal up to float noise gave scipy's
+    # noncentral t a noncentrality beyond its range (nan), and the search for the
+    # difference detected 80% of the time doubled forever.
+    from xaytune.core._comparison_power import power_of, rule_power
+
+    assert rule_power(1.0, sd, 3, 2.0, 0.25) == 1.0
+    power = power_of(3, sd, sd / 3**0.5, 2.0, 0.25)
+    assert power is not None and 0.25 <= power.difference_for_power < 0.26

@@ -54,7 +54,13 @@ def rule_power(effect: float, sd: float, r: int, k: float, min_effect: float) ->
     a = min_effect * math.sqrt(r) / sd
     # nct.sf(k, ν, c) through scipy.special (the same Boost code, without the
     # distribution machinery's per-call overhead).
-    power = 1.0 - float(special.nctdtr(nu, c, k))
+    below_k = float(special.nctdtr(nu, c, k))
+    if not math.isfinite(below_k):
+        # Beyond Boost's range (a noncentrality of ~1e6 and more: a spread tiny next to
+        # the effect), T' is Z + c over a chi factor: it is below k never when c is far
+        # above k, always when c is far below.
+        below_k = 0.0 if c > k else 1.0
+    power = 1.0 - below_k
     if a == 0.0:
         return power
     s0 = a / k
@@ -88,6 +94,9 @@ def _scaled_chi_pdf(s: float, nu: int) -> float:
     return math.exp(log_density)
 
 
+_MAX_DOUBLINGS = 200
+
+
 def difference_for_power(
     sd: float, r: int, k: float, min_effect: float, target: float = POWER_TARGET
 ) -> float:
@@ -95,8 +104,12 @@ def difference_for_power(
     (always above ``min_effect``, where the power is below one half)."""
     low = min_effect
     high = max(min_effect, sd / math.sqrt(r)) * 2.0
-    while rule_power(high, sd, r, k, min_effect) < target:
+    for _ in range(_MAX_DOUBLINGS):  # bounded: the power reaches 1 as the effect grows
+        if rule_power(high, sd, r, k, min_effect) >= target:
+            break
         low, high = high, high * 2.0
+    else:
+        return high
     return float(
         optimize.brentq(
             lambda effect: rule_power(effect, sd, r, k, min_effect) - target,
