@@ -155,6 +155,18 @@ def embedded(template: str) -> st.SearchStrategy[str]:
     return JSON_TEXT.map(lambda text: template.replace("{}", text, 1))
 
 
+def json_paths(value: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every path (keys and indexes) into ``value``, shallowest first (``()`` too)."""
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += json_paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += json_paths(item, (*prefix, index))
+    return found
+
+
 def to_bytes(text: str) -> bytes:
     """UTF-8, with lone surrogates written as the (invalid) bytes they would be."""
     return text.encode("utf-8", "surrogatepass")

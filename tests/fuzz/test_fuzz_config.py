@@ -14,7 +14,16 @@ import sys
 from typing import Any
 
 import pytest
-from _fuzz_support import FUZZ, FUZZ_TIMEOUT, JSON_VALUES, KEYS, bounded_memory, cli_env, one_line
+from _fuzz_support import (
+    FUZZ,
+    FUZZ_TIMEOUT,
+    JSON_VALUES,
+    KEYS,
+    bounded_memory,
+    cli_env,
+    json_paths,
+    one_line,
+)
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -37,17 +46,6 @@ BOUNDED = {
     ("candidates", "a", "attempts_per_task"): limits.MAX_ATTEMPTS_PER_TASK,
     ("candidates", "b", "tool_timeout_s"): limits.MAX_TIMEOUT_S,
 }
-
-
-def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
-    found = [prefix] if prefix else []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found += _paths(item, (*prefix, index))
-    return found
 
 
 def _set(config: dict, path: tuple, value: Any) -> dict:
@@ -78,7 +76,7 @@ def test_fuzzed_overrides_validate_or_are_refused_in_one_line(quickstart_manifes
     config = _base(quickstart_manifest)
     for _ in range(count):
         kind = data.draw(st.sampled_from(["replace", "add"]))
-        paths = _paths(config)
+        paths = [path for path in json_paths(config) if path]
         path = data.draw(st.sampled_from(paths))
         if kind == "add":
             parent = path[:-1]

@@ -19,6 +19,7 @@ from _fuzz_support import (
     JSON_VALUES,
     LONG,
     bounded_memory,
+    json_paths,
     one_line,
     snapshot,
     to_bytes,
@@ -34,18 +35,6 @@ pytestmark = FUZZ_TIMEOUT
 
 _HOLE = "\x01fuzz\x01"
 DEEP = "[" * 100_000 + "]" * 100_000
-
-
-def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
-    """Every path (keys and indexes) into ``value``, shallowest first."""
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found += _paths(item, (*prefix, index))
-    return found
 
 
 def _with(manifest: dict, path: tuple, replacement: Any) -> dict:
@@ -72,7 +61,7 @@ def fuzzed_manifests(draw: st.DrawFn, manifest: dict) -> bytes:
     kind = draw(st.sampled_from(["value", "text", "delete", "whole"]))
     if kind == "whole":
         return to_bytes(draw(JSON_TEXT))
-    path = draw(st.sampled_from(_paths(manifest)))
+    path = draw(st.sampled_from(json_paths(manifest)))
     if kind == "delete" and path:
         return json.dumps(_with(manifest, path, _DELETE)).encode()
     if kind == "value":
