@@ -47,7 +47,7 @@ from xaytune.harness import (
     TrajectoryRecordingSpec,
 )
 from xaytune.harness.evidence import HarnessEvidenceStore
-from xaytune.harness.trajectory import WRITER
+from xaytune.harness.evidence.trajectory import WRITER
 from xaytune.models import SimulatedModel
 from xaytune.suites import build_suite
 from xaytune.suites._arith_generator import generate_arith_tools

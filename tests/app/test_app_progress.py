@@ -8,8 +8,8 @@ import time
 import pytest
 
 from xaytune.app import progress as progress_module
+from xaytune.harness.evidence.store import Outcome, Spend
 from xaytune.harness.runner import AttemptResult
-from xaytune.harness.store import Outcome, Spend
 
 
 def attempt(tokens: int, *, outcome: bool = True) -> AttemptResult:

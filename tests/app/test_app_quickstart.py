@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from xaytune.harness.attempt_file import AttemptParts
+from xaytune.harness.evidence.attempt_file import AttemptParts
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from xaytune.core.errors import EvidenceError
-from xaytune.harness.attempt_file import AttemptParts
+from xaytune.harness.evidence.attempt_file import AttemptParts
 
 pytestmark = [
     pytest.mark.slow,

@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from xaytune.harness.attempt_file import AttemptParts
-from xaytune.harness.store import STORE_MARKER
+from xaytune.harness.evidence.attempt_file import AttemptParts
+from xaytune.harness.evidence.store import STORE_MARKER
 
 pytestmark = pytest.mark.slow
 

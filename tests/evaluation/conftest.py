@@ -22,7 +22,7 @@ from xaytune.harness import (
     compile_replicate,
 )
 from xaytune.harness.evidence import HarnessRunEvidence, assemble_evidence
-from xaytune.harness.store import HarnessEvidenceStore
+from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.models import (
     ContextOverflowError,
     ModelError,

@@ -35,9 +35,9 @@ from xaytune.harness import (
     Toolbox,
     TrajectoryRecordingSpec,
 )
-from xaytune.harness.attempt_file import AttemptParts
 from xaytune.harness.evidence import HarnessEvidenceStore, assemble_evidence
-from xaytune.harness.trajectory import WRITER
+from xaytune.harness.evidence.attempt_file import AttemptParts
+from xaytune.harness.evidence.trajectory import WRITER
 from xaytune.models import SimulatedModel
 from xaytune.suites import builtin_suite_path
 

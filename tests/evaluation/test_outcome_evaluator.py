@@ -20,7 +20,7 @@ from xaytune.evaluation.harness import (
     run_harness_evaluation,
 )
 from xaytune.harness import Harness, HarnessRunner, Toolbox
-from xaytune.harness.attempt_file import AttemptParts
+from xaytune.harness.evidence.attempt_file import AttemptParts
 
 RULE = MatchRule(strip=True, case_sensitive=False, numeric=True)
 

@@ -27,9 +27,9 @@ from xaytune.harness import (
     HarnessContent,
     TrajectoryRecordingSpec,
 )
-from xaytune.harness.attempt_file import AttemptParts
 from xaytune.harness.evidence import HarnessEvidenceStore
-from xaytune.harness.trajectory import WRITER, verify_chain
+from xaytune.harness.evidence.attempt_file import AttemptParts
+from xaytune.harness.evidence.trajectory import WRITER, verify_chain
 from xaytune.models import ModelIdentity, ModelReply, ModelRequest, ToolCall, Usage
 from xaytune.suites import build_suite
 from xaytune.suites._arith_generator import generate_arith_tools

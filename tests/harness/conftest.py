@@ -39,8 +39,8 @@ from xaytune.harness.evidence import (
     assemble_evidence,
     verify_run_evidence,
 )
-from xaytune.harness.store import HarnessEvidenceStore
-from xaytune.harness.trajectory import WRITER
+from xaytune.harness.evidence.store import HarnessEvidenceStore
+from xaytune.harness.evidence.trajectory import WRITER
 from xaytune.models._protocol import Model, ModelIdentity, ModelReply, ModelRequest
 from xaytune.models.simulated import SimulatedModel
 from xaytune.suites import build_suite

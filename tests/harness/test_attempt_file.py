@@ -13,9 +13,9 @@ import pytest
 
 from xaytune.core.canonical import sha256_digest
 from xaytune.core.errors import EvidenceError
-from xaytune.harness._attempt import recover_open_attempt
-from xaytune.harness.attempt_file import AttemptParts, attempt_name, split_attempt
-from xaytune.harness.store import (
+from xaytune.harness.evidence._attempt import recover_open_attempt
+from xaytune.harness.evidence.attempt_file import AttemptParts, attempt_name, split_attempt
+from xaytune.harness.evidence.store import (
     STORE_MARKER,
     HarnessEvidenceStore,
     StoredAttempt,

@@ -7,9 +7,9 @@ import threading
 import time
 from pathlib import Path
 
-from xaytune.harness import _commit
-from xaytune.harness._attempt import PendingSeal
-from xaytune.harness._commit import GroupCommit
+from xaytune.harness.evidence import _commit
+from xaytune.harness.evidence._attempt import PendingSeal
+from xaytune.harness.evidence._commit import GroupCommit
 
 
 def _body(i: int) -> bytes:

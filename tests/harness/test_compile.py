@@ -25,7 +25,7 @@ from xaytune.harness import (
     HarnessContent,
     TrajectoryRecordingSpec,
 )
-from xaytune.harness.trajectory import WRITER
+from xaytune.harness.evidence.trajectory import WRITER
 from xaytune.models import ModelIdentity
 from xaytune.suites import build_suite
 from xaytune.suites._arith_generator import generate_arith_tools

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 from _fixtures_run import refused
 
-import xaytune.harness.evidence as evidence_module
+import xaytune.harness.evidence.verify as evidence_module
 from xaytune.harness import HarnessRunner, Toolbox
-from xaytune.harness.attempt_file import AttemptParts
+from xaytune.harness.evidence.attempt_file import AttemptParts
 from xaytune.models.simulated import SimulatedModel
 
 TOOLS = frozenset({"calculator"})

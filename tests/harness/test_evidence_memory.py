@@ -14,10 +14,10 @@ import pytest
 
 from xaytune.core.canonical import canonical_bytes, fingerprint
 from xaytune.core.errors import EvidenceError
-from xaytune.harness import _evidence_records
-from xaytune.harness._attempt import record_bytes
-from xaytune.harness.attempt_file import AttemptParts
-from xaytune.harness.publish import (
+from xaytune.harness.evidence import _records as _evidence_records
+from xaytune.harness.evidence._attempt import record_bytes
+from xaytune.harness.evidence.attempt_file import AttemptParts
+from xaytune.harness.evidence.publish import (
     load_published,
     publish_evidence,
     statement_chunks,

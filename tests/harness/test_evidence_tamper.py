@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from _fixtures_run import refused
 
-from xaytune.harness.attempt_file import AttemptParts
 from xaytune.harness.evidence import EvidenceEntry, HarnessRunEvidence
-from xaytune.harness.publish import load_published, publish_evidence
+from xaytune.harness.evidence.attempt_file import AttemptParts
+from xaytune.harness.evidence.publish import load_published, publish_evidence
 
 POSITION = 5
 

@@ -10,9 +10,9 @@ import pytest
 from _fixtures_run import refused
 
 from xaytune.core.canonical import canonical_bytes
-from xaytune.harness.attempt_file import AttemptParts
 from xaytune.harness.evidence import HarnessRunEvidence
-from xaytune.harness.publish import (
+from xaytune.harness.evidence.attempt_file import AttemptParts
+from xaytune.harness.evidence.publish import (
     PREDICATE_TYPE,
     STATEMENT_TYPE,
     PublishedSubject,

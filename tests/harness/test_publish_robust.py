@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from _fixtures_run import refused
 
-from xaytune.harness._io import atomic_write_chunks
 from xaytune.harness.evidence import HarnessEvidenceStore
-from xaytune.harness.publish import load_published, publish_evidence
-from xaytune.harness.store import STORE_MARKER
+from xaytune.harness.evidence._io import atomic_write_chunks
+from xaytune.harness.evidence.publish import load_published, publish_evidence
+from xaytune.harness.evidence.store import STORE_MARKER
 
 # Deeper than any recursion limit: json.loads raises RecursionError on it.
 NESTED = b"[" * 100_000 + b"]" * 100_000
@@ -160,7 +160,7 @@ def test_failed_atomic_write_leaves_no_temp_file(tmp_path, error):
 
 
 def test_failed_publish_leaves_no_temp_file(verified_run, monkeypatch):
-    import xaytune.harness.publish as publish
+    import xaytune.harness.evidence.publish as publish
 
     def failing(evidence):
         yield b"{"

@@ -11,8 +11,8 @@ import pytest
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import EvidenceError
 from xaytune.harness import HarnessRunner, Toolbox
-from xaytune.harness.attempt_file import AttemptParts
-from xaytune.harness.store import HarnessEvidenceStore
+from xaytune.harness.evidence.attempt_file import AttemptParts
+from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.models._protocol import ModelIdentity, ModelReply, ModelRequest
 from xaytune.models.simulated import SimulatedModel
 

@@ -25,8 +25,8 @@ from _fixtures_run import (
 
 from xaytune.core.errors import ExecutionError
 from xaytune.harness import Harness, HarnessCompilationContext, HarnessCompiler, HarnessRunner
-from xaytune.harness.attempt_file import AttemptParts
 from xaytune.harness.evidence import assemble_evidence
+from xaytune.harness.evidence.attempt_file import AttemptParts
 from xaytune.harness.toolbox import Toolbox, ToolError
 from xaytune.models import (
     ContextOverflowError,

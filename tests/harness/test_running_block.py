@@ -23,8 +23,8 @@ from xaytune.harness import (
     Toolbox,
     TrajectoryRecordingSpec,
 )
-from xaytune.harness.attempt_file import AttemptParts, split_attempt
-from xaytune.harness.trajectory import WRITER, verify_chain
+from xaytune.harness.evidence.attempt_file import AttemptParts, split_attempt
+from xaytune.harness.evidence.trajectory import WRITER, verify_chain
 from xaytune.models import SimulatedModel
 from xaytune.suites import build_suite
 from xaytune.suites._arith_generator import generate_arith_tools

@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xaytune.harness._seal import seal_facts, seal_problem
-from xaytune.harness.store import AttemptSeal, SpendRecord
+from xaytune.harness.evidence._seal import seal_facts, seal_problem
+from xaytune.harness.evidence.store import AttemptSeal, SpendRecord
 
 SPEND = {name: i for i, name in enumerate(SpendRecord.model_fields)}
 VALID = seal_facts(

@@ -17,9 +17,14 @@ from _fixtures_run import read_attempt
 
 from xaytune.core.canonical import sha256_digest
 from xaytune.core.errors import EvidenceError
-from xaytune.harness.attempt_file import SEAL_PREFIX, AttemptParts, attempt_name, split_attempt
+from xaytune.harness.evidence.attempt_file import (
+    SEAL_PREFIX,
+    AttemptParts,
+    attempt_name,
+    split_attempt,
+)
+from xaytune.harness.evidence.trajectory import verify_chain
 from xaytune.harness.spec import AgentExecutionSpec
-from xaytune.harness.trajectory import verify_chain
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

@@ -18,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xaytune.core.canonical import canonical_bytes
-from xaytune.harness._attempt import RecordTemplate, attribution_facts, record_bytes
-from xaytune.harness._rebuild_attempt import Expected
-from xaytune.harness.attempt_file import AttemptParts, parse_line
 from xaytune.harness.evidence import AttemptEvidence, EvidenceEntry, HarnessRunEvidence
-from xaytune.harness.store import Outcome, SpendRecord
+from xaytune.harness.evidence._attempt import RecordTemplate, attribution_facts, record_bytes
+from xaytune.harness.evidence._rebuild_attempt import Expected
+from xaytune.harness.evidence.attempt_file import AttemptParts, parse_line
+from xaytune.harness.evidence.store import Outcome, SpendRecord
 from xaytune.models import ModelIdentity
 
 POSITION = 3

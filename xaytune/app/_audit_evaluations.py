@@ -24,7 +24,7 @@ from xaytune.app.parts import part_change
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.evaluation.harness import recompute_harness_evaluation
-from xaytune.harness.publish import PublishedSubject
+from xaytune.harness.evidence.publish import PublishedSubject
 from xaytune.plugins import CodeIdentity
 
 __all__ = ["evaluation_problems"]

@@ -39,8 +39,8 @@ from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
 from xaytune.harness import Harness
 from xaytune.harness.evidence import HarnessRunEvidence, verify_run_evidence
-from xaytune.harness.publish import PublishedSubject, load_published
-from xaytune.harness.store import STORE_MARKER, HarnessEvidenceStore
+from xaytune.harness.evidence.publish import PublishedSubject, load_published
+from xaytune.harness.evidence.store import STORE_MARKER, HarnessEvidenceStore
 from xaytune.plugins import CodeIdentity
 from xaytune.suites import builtin_suite_path
 

@@ -48,9 +48,9 @@ from xaytune.harness import (
     Toolbox,
 )
 from xaytune.harness.evidence import assemble_evidence
+from xaytune.harness.evidence.store import atomic_write
 from xaytune.harness.replicate import compile_replicate
 from xaytune.harness.runner import AttemptResult, TaskRun
-from xaytune.harness.store import atomic_write
 from xaytune.models import Model, OpenAICompatibleModel, SimulatedModel
 from xaytune.models.llama_cpp_local import llama_cpp_local_model
 from xaytune.suites import builtin_suite_path

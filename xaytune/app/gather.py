@@ -23,7 +23,7 @@ from xaytune.core.harness_comparison import (
     ReplicateRuns,
     compare,
 )
-from xaytune.harness.store import atomic_write
+from xaytune.harness.evidence.store import atomic_write
 
 __all__ = [
     "COMPARISON_DIR",

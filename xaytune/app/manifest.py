@@ -15,8 +15,8 @@ from xaytune.app.parts import experiment_parts
 from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import ConfigError
+from xaytune.harness.evidence.store import atomic_write
 from xaytune.harness.spec import Harness
-from xaytune.harness.store import atomic_write
 
 __all__ = [
     "MANIFEST",

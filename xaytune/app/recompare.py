@@ -25,7 +25,7 @@ from xaytune.app.config import ExperimentConfig, validate_config
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.errors import ConfigError, XaytuneError
 from xaytune.core.harness_comparison import ComparisonReport
-from xaytune.harness.store import atomic_write
+from xaytune.harness.evidence.store import atomic_write
 
 __all__ = ["RECOMPARISON_PREFIX", "recompare", "recompared_config"]
 

@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 
 from xaytune.core.harness_comparison import ComparisonReport, MetricComparison
-from xaytune.harness.store import atomic_write
+from xaytune.harness.evidence.store import atomic_write
 
 __all__ = [
     "PLOT_NAMES",

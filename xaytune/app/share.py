@@ -64,8 +64,8 @@ from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
 from xaytune.harness.evidence import HarnessRunEvidence
-from xaytune.harness.publish import PublishedSubject, load_published
-from xaytune.harness.store import SpendRecord
+from xaytune.harness.evidence.publish import PublishedSubject, load_published
+from xaytune.harness.evidence.store import SpendRecord
 from xaytune.suites import builtin_suite_path
 
 __all__ = ["BUNDLE_INDEX", "BUNDLE_SCHEMA", "Bundle", "check_bundle", "share_run"]

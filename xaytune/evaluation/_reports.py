@@ -25,7 +25,7 @@ from xaytune.core.errors import EvaluationError
 from xaytune.evaluation._common import JudgeExchange
 from xaytune.evaluation._config import Disclosure
 from xaytune.evaluation.metrics import Column
-from xaytune.harness.store import atomic_write
+from xaytune.harness.evidence.store import atomic_write
 
 __all__ = [
     "RELEASED_FILE",

@@ -52,8 +52,8 @@ from xaytune.evaluation._reports import (
 )
 from xaytune.evaluation.metrics import CATALOG_ID
 from xaytune.harness.evidence import HarnessRunEvidence, verify_run_evidence
-from xaytune.harness.publish import PublishedSubject, load_published, publish_evidence
-from xaytune.harness.store import HarnessEvidenceStore
+from xaytune.harness.evidence.publish import PublishedSubject, load_published, publish_evidence
+from xaytune.harness.evidence.store import HarnessEvidenceStore
 
 __all__ = [
     "BoundEvaluation",

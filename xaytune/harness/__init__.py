@@ -1,6 +1,7 @@
 """Compile and run harnesses; record every attempt in a tamper-evident store."""
 
 from xaytune.harness.compiler import HarnessCompiler
+from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.harness.replicate import compile_replicate
 from xaytune.harness.runner import AttemptResult, HarnessRunner, TaskRun
 from xaytune.harness.spec import (
@@ -11,7 +12,6 @@ from xaytune.harness.spec import (
     HarnessContent,
     TrajectoryRecordingSpec,
 )
-from xaytune.harness.store import HarnessEvidenceStore
 from xaytune.harness.toolbox import FunctionTool, Tool, Toolbox, ToolError, ToolResult, as_tool
 
 __all__ = [

@@ -38,9 +38,9 @@ from typing import Any
 
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import ExecutionError, FingerprintError
-from xaytune.harness._attempt import AttemptSession
+from xaytune.harness.evidence._attempt import AttemptSession
+from xaytune.harness.evidence.store import Outcome, Spend
 from xaytune.harness.spec import AgentExecutionSpec, sampling_identity
-from xaytune.harness.store import Outcome, Spend
 from xaytune.harness.toolbox import Toolbox, ToolResult
 from xaytune.models._protocol import (
     ContextOverflowError,

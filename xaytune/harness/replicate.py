@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from xaytune.core.domain.benchmark import BenchmarkSuite, TaskAssignment
 from xaytune.core.harness_evaluation import bind_task
 from xaytune.harness.compiler import HarnessCompiler
+from xaytune.harness.evidence.store import HarnessEvidenceStore
+from xaytune.harness.evidence.trajectory import WRITER
 from xaytune.harness.spec import (
     AgentExecutionSpec,
     Harness,
@@ -14,8 +16,6 @@ from xaytune.harness.spec import (
     HarnessContent,
     TrajectoryRecordingSpec,
 )
-from xaytune.harness.store import HarnessEvidenceStore
-from xaytune.harness.trajectory import WRITER
 from xaytune.models._protocol import ModelIdentity
 
 __all__ = ["compile_replicate"]

@@ -29,14 +29,11 @@ from typing import Any
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import ExecutionError
 from xaytune.harness._answer import extract_answer
-from xaytune.harness._attempt import AttemptSession, recover_open_attempt
-from xaytune.harness._commit import GroupCommit
 from xaytune.harness._loop_context import LoopAbandoned, LoopContext, LoopStop, _Host
-from xaytune.harness.attempt_file import split_attempt
-from xaytune.harness.loops import ResolvedLoop, resolve_loop
-from xaytune.harness.parts import check_parts
-from xaytune.harness.spec import AgentExecutionSpec, Harness
-from xaytune.harness.store import (
+from xaytune.harness.evidence._attempt import AttemptSession, recover_open_attempt
+from xaytune.harness.evidence._commit import GroupCommit
+from xaytune.harness.evidence.attempt_file import split_attempt
+from xaytune.harness.evidence.store import (
     AttemptRecord,
     AttemptSeal,
     Outcome,
@@ -45,6 +42,9 @@ from xaytune.harness.store import (
     attempt_paths,
     remove_empty_claim,
 )
+from xaytune.harness.loops import ResolvedLoop, resolve_loop
+from xaytune.harness.parts import check_parts
+from xaytune.harness.spec import AgentExecutionSpec, Harness
 from xaytune.harness.toolbox import Toolbox
 from xaytune.models._protocol import Model
 

@@ -5,7 +5,7 @@ serialised with sorted keys and no spaces, so ``"prev"`` always opens the line.
 ``prev`` is the sha256 of the previous line's bytes (newline included); the first
 event's ``prev`` is the digest of the attempt record, which binds the chain to its
 attempt. The events live in the attempt's file, between its record and its seal
-(:mod:`xaytune.harness.attempt_file`). The seal records the head (digest of the
+(:mod:`xaytune.harness.evidence.attempt_file`). The seal records the head (digest of the
 last line), the event count and the byte length, so any edit, drop, swap or append
 is detected.
 
@@ -22,8 +22,8 @@ from typing import Any
 
 from xaytune.core.canonical import sha256_digest
 from xaytune.core.errors import EvidenceError
-from xaytune.harness._io import write_all
-from xaytune.harness.attempt_file import parse_line
+from xaytune.harness.evidence._io import write_all
+from xaytune.harness.evidence.attempt_file import parse_line
 from xaytune.harness.spec import WRITER_V1
 
 __all__ = ["WRITER", "ChainFacts", "TrajectoryWriter", "verify_chain"]

@@ -22,9 +22,9 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from xaytune.core.canonical import canonical_array_chunks, canonical_bytes, canonical_object_chunks
 from xaytune.core.errors import EvidenceError, FingerprintError
-from xaytune.harness.attempt_file import attempt_name
-from xaytune.harness.evidence import EvidenceEntry, HarnessRunEvidence, check_evidence_object
-from xaytune.harness.store import HarnessEvidenceStore, atomic_write_chunks
+from xaytune.harness.evidence.attempt_file import attempt_name
+from xaytune.harness.evidence.store import HarnessEvidenceStore, atomic_write_chunks
+from xaytune.harness.evidence.verify import EvidenceEntry, HarnessRunEvidence, check_evidence_object
 
 __all__ = [
     "PREDICATE_TYPE",

@@ -25,16 +25,16 @@ from xaytune.core.domain.benchmark import (
     record_assignment,
 )
 from xaytune.core.errors import FingerprintError, SuiteError
-from xaytune.harness._evidence_records import (
+from xaytune.harness.evidence._rebuild import Rebuild, check_quarantine, compare_attempt_numbers
+from xaytune.harness.evidence._rebuild_attempt import refuse
+from xaytune.harness.evidence._records import (
     EVIDENCE_SCHEMA,
     AttemptEvidence,
     EvidenceEntry,
     HarnessRunEvidence,
 )
-from xaytune.harness._rebuild import Rebuild, check_quarantine, compare_attempt_numbers
-from xaytune.harness._rebuild_attempt import refuse
+from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.harness.spec import AgentExecutionSpec
-from xaytune.harness.store import HarnessEvidenceStore
 
 __all__ = [
     "EVIDENCE_SCHEMA",

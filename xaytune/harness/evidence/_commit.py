@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from xaytune.harness._attempt import PendingSeal
+from xaytune.harness.evidence._attempt import PendingSeal
 
 __all__ = ["GroupCommit"]
 

@@ -1,6 +1,6 @@
 """The records of a run's evidence: attempts, entries, the run evidence itself.
 
-Re-exported by :mod:`xaytune.harness.evidence` (the public import path).
+Re-exported by :mod:`xaytune.harness.evidence.verify` (the public import path).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from xaytune.core.canonical import (
     canonical_object_chunks,
 )
 from xaytune.core.domain.benchmark import SeededSample
-from xaytune.harness.store import Outcome, SpendRecord
+from xaytune.harness.evidence.store import Outcome, SpendRecord
 from xaytune.models._protocol import ModelIdentity
 
 __all__ = ["EVIDENCE_SCHEMA", "AttemptEvidence", "EvidenceEntry", "HarnessRunEvidence"]

@@ -1,6 +1,6 @@
 """One attempt on disk while it runs: claim, spec and record, events, seal.
 
-See :mod:`xaytune.harness.attempt_file` for the file an attempt writes.
+See :mod:`xaytune.harness.evidence.attempt_file` for the file an attempt writes.
 """
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ from typing import Any
 
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.errors import EvidenceError
-from xaytune.harness._io import durable_dir, write_all, write_file
-from xaytune.harness._seal import seal_line
-from xaytune.harness._template import LineTemplate, json_string, placeholder
-from xaytune.harness.attempt_file import attempt_name, split_attempt
-from xaytune.harness.spec import AgentExecutionSpec
-from xaytune.harness.store import (
+from xaytune.harness.evidence._io import durable_dir, write_all, write_file
+from xaytune.harness.evidence._seal import seal_line
+from xaytune.harness.evidence._template import LineTemplate, json_string, placeholder
+from xaytune.harness.evidence.attempt_file import attempt_name, split_attempt
+from xaytune.harness.evidence.store import (
     Outcome,
     Spend,
     StoredAttempt,
     claim_attempt,
 )
-from xaytune.harness.trajectory import WRITER, TrajectoryWriter, verify_chain
+from xaytune.harness.evidence.trajectory import WRITER, TrajectoryWriter, verify_chain
+from xaytune.harness.spec import AgentExecutionSpec
 
 __all__ = [
     "AttemptSession",

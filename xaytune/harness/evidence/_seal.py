@@ -8,7 +8,7 @@ import typing
 from typing import Any
 
 from xaytune.core.canonical import canonical_bytes
-from xaytune.harness.store import (
+from xaytune.harness.evidence.store import (
     SEAL_SCHEMA,
     AttemptSeal,
     Outcome,
@@ -16,7 +16,7 @@ from xaytune.harness.store import (
     Terminal,
     TrajectorySeal,
 )
-from xaytune.harness.trajectory import WRITER
+from xaytune.harness.evidence.trajectory import WRITER
 
 __all__ = ["seal_facts", "seal_line", "seal_problem"]
 

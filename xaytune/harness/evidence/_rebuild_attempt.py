@@ -1,6 +1,6 @@
 """One attempt file's facts, rebuilt from the file alone (what verification compares).
 
-An attempt file (:mod:`xaytune.harness.attempt_file`) is read once and each byte is
+An attempt file (:mod:`xaytune.harness.evidence.attempt_file`) is read once and each byte is
 hashed once. The spec line is hashed for its fingerprint. The record line is compared
 byte for byte with the record the expected facts give. Each event is hashed into the
 chain. The seal is parsed and checked against the record, the chain and the end
@@ -15,13 +15,18 @@ from typing import Any, NoReturn
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.domain.benchmark import BenchmarkSuite, TaskAssignment
 from xaytune.core.errors import EvidenceError
-from xaytune.harness._attempt import RecordTemplate, attribution_facts
-from xaytune.harness._evidence_records import AttemptEvidence
-from xaytune.harness._io import read_file
-from xaytune.harness._seal import seal_facts, seal_problem
-from xaytune.harness.attempt_file import SEAL_PREFIX, AttemptLayout, parse_line, split_attempt
-from xaytune.harness.store import AttemptRecord, AttemptSeal
-from xaytune.harness.trajectory import verify_chain
+from xaytune.harness.evidence._attempt import RecordTemplate, attribution_facts
+from xaytune.harness.evidence._io import read_file
+from xaytune.harness.evidence._records import AttemptEvidence
+from xaytune.harness.evidence._seal import seal_facts, seal_problem
+from xaytune.harness.evidence.attempt_file import (
+    SEAL_PREFIX,
+    AttemptLayout,
+    parse_line,
+    split_attempt,
+)
+from xaytune.harness.evidence.store import AttemptRecord, AttemptSeal
+from xaytune.harness.evidence.trajectory import verify_chain
 from xaytune.models._protocol import ModelIdentity
 
 __all__ = ["Expected", "RebuiltAttempt", "rebuild_attempt", "refuse"]

@@ -15,9 +15,14 @@ from typing import Literal
 from xaytune.core.canonical import fingerprint
 from xaytune.core.domain.benchmark import BenchmarkSuite, TaskAssignment
 from xaytune.core.errors import EvidenceError
-from xaytune.harness._evidence_records import AttemptEvidence, EvidenceEntry
-from xaytune.harness._rebuild_attempt import Expected, RebuiltAttempt, rebuild_attempt, refuse
-from xaytune.harness.store import HarnessEvidenceStore
+from xaytune.harness.evidence._rebuild_attempt import (
+    Expected,
+    RebuiltAttempt,
+    rebuild_attempt,
+    refuse,
+)
+from xaytune.harness.evidence._records import AttemptEvidence, EvidenceEntry
+from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.models._protocol import ModelIdentity
 
 __all__ = ["Rebuild", "check_quarantine", "compare_attempt_numbers"]

@@ -10,7 +10,7 @@ Layout under the store root::
     published/<hex>.intoto.json              published evidence subjects
 
 An attempt is *open* until its file ends with a whole seal line (see
-:mod:`xaytune.harness.attempt_file`). Everything a seal refers to is on disk before
+:mod:`xaytune.harness.evidence.attempt_file`). Everything a seal refers to is on disk before
 the seal is appended, so a crash leaves at worst an open attempt, never a torn
 sealed one. Nothing is overwritten: a retried or resumed task adds an attempt.
 """
@@ -29,8 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from xaytune.core._frozen import FrozenRecord
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import EvidenceError
-from xaytune.harness._io import atomic_write, atomic_write_chunks, read_file
-from xaytune.harness.attempt_file import ATTEMPT_SUFFIX, attempt_name, split_attempt
+from xaytune.harness.evidence._io import atomic_write, atomic_write_chunks, read_file
+from xaytune.harness.evidence.attempt_file import ATTEMPT_SUFFIX, attempt_name, split_attempt
 from xaytune.models._protocol import ModelIdentity
 
 __all__ = [

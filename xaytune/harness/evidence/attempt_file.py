@@ -6,7 +6,7 @@ per line:
     line 1      the spec the attempt ran (its sha256, newline excluded, is the spec
                 fingerprint the record names)
     line 2      the attempt record (attribution; its digest starts the chain)
-    lines 3..   the hash-chained events (:mod:`xaytune.harness.trajectory`)
+    lines 3..   the hash-chained events (:mod:`xaytune.harness.evidence.trajectory`)
     last line   the seal (status, outcome, spend, chain head), once sealed
 
 The file is only ever appended to. An attempt is *open* until its last line is a
