@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from journal_edits import forget_seal
 
 from xaytune.app.config import validate_config
 from xaytune.app.experiment import load_source
@@ -51,8 +52,39 @@ def test_a_config_edited_after_the_run_is_refused(quickstart_copy: Path, verify)
     config["comparison"]["objectives"][0]["min_effect"] = 0.9
     regenerate(quickstart_copy, config)
     found = problems(verify, quickstart_copy)
-    assert found == [f"{quickstart_copy / '.hydra' / 'config.yaml'}: config-mismatch: not the "
-                     "config the manifest records"], found  # fmt: skip
+    hydra, intent = quickstart_copy / ".hydra" / "config.yaml", quickstart_copy / "intent.json"
+    assert f"{hydra}: config-mismatch: not the config the manifest records" in found, found
+    manifest = quickstart_copy / "manifest.json"
+    assert (
+        f"{manifest}: intent-mismatch: the manifest's config is not the one {intent} records"
+        in found
+    ), found
+
+
+@pytest.mark.parametrize("what", ["min_effect", "disclosure"])
+def test_a_config_edited_with_hydra_and_intent_too_is_refused_by_every_attempt(
+    quickstart_copy: Path, verify, what: str
+) -> None:
+    # Recipe: edit the config everywhere it is written (manifest, .hydra/config.yaml,
+    # intent.json) and regenerate: only re-chaining every attempt record would pass.
+    from omegaconf import OmegaConf
+
+    from xaytune.app.intent import INTENT_FILE
+
+    tree = quickstart_copy
+    config = json.loads((tree / "manifest.json").read_text())["config"]
+    if what == "min_effect":
+        config["comparison"]["objectives"][0]["min_effect"] = 0.9
+    else:
+        config["disclosure"] = "per-task"
+    OmegaConf.save(OmegaConf.create(config), tree / ".hydra" / "config.yaml")
+    intent = json.loads((tree / INTENT_FILE).read_text())
+    intent["config"] = {k: v for k, v in config.items() if k in intent["config"]}
+    (tree / INTENT_FILE).write_bytes(canonical_bytes(intent) + b"\n")
+    regenerate(tree, config)
+    found = problems(verify, tree)
+    mismatched = [line for line in found if "intent-mismatch: the evidence was run under" in line]
+    assert len(mismatched) == 6, found  # each replicate's evidence names the old intent
 
 
 @pytest.mark.parametrize(
@@ -78,13 +110,15 @@ def test_a_file_no_manifest_accounts_for_is_named(quickstart_copy: Path, verify,
 
 
 def test_a_re_roll_of_one_side_is_a_warning_in_the_report(quickstart_copy: Path, xaytune):
-    # Attack 1's recipe: strip the seal line of some of B's attempts, remove B's
-    # evaluation, published subject and replicate record, and resume. Without a seal
-    # journal verify cannot refuse it yet; the report says one side was re-run.
+    # Attack 1's recipe, deepened: strip the seal line of some of B's attempts and
+    # rewrite the seal journal without them (re-chained), remove B's evaluation,
+    # published subject and replicate record, and resume. The store then reads as a
+    # crash before those commits; the report says one side was re-run.
     replicate = quickstart_copy / "candidates" / "mental" / "seed-101"
     for path in sorted(replicate.glob("evidence/tasks/*/001.jsonl"))[:3]:
         lines = path.read_bytes().splitlines(keepends=True)
         path.write_bytes(b"".join(lines[:-1]))
+        forget_seal(path)
     shutil.rmtree(replicate / "evaluation")
     for published in (replicate / "evidence" / "published").iterdir():
         published.unlink()
@@ -96,4 +130,3 @@ def test_a_re_roll_of_one_side_is_a_warning_in_the_report(quickstart_copy: Path,
     assert result.returncode == 0, result.describe()
     warning = "tasks were attempted again 0 time(s) on A (calculator) and 3 on B (mental)"
     assert warning in (quickstart_copy / "comparison" / "report.md").read_text()
-    assert warning in result.stdout

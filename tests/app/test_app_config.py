@@ -141,6 +141,7 @@ def test_the_quickstart_ran_with_the_composed_evaluator(quickstart):
 
 SHIPPED = [
     ("quickstart", ()),
+    ("quickstart_cost", ()),
     ("judge", ()),
     ("openai_endpoint", ("model.base_url=http://127.0.0.1:8080/v1", "model.name=my-model")),
 ]

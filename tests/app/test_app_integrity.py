@@ -93,3 +93,19 @@ def test_sigterm_seals_in_flight_attempts_partial_and_prints_the_resume_command(
     resumed = xaytune(tmp_path, *shlex.split(hint.removeprefix("resume with: python -m xaytune ")))
     assert resumed.returncode == 0, resumed.describe()
     assert verify(tree).returncode == 0
+
+
+def test_resume_removes_the_temporary_files_a_killed_writer_left(quickstart_copy, xaytune, verify):
+    # A SIGKILL between a whole-or-nothing write's temp file and its rename leaves
+    # `.<name>.<pid>.tmp`; verify names it (stray-file), a resume (holding the lock, so
+    # no writer is alive) removes it and leaves the target as it was.
+    stale = quickstart_copy / "comparison" / ".report.md.4242.tmp"
+    stale.write_text("half a report")
+    assert "stray-file" in verify(quickstart_copy, in_process=True).stdout
+    result = xaytune(
+        quickstart_copy.parent, "+experiment=quickstart", "progress=false",
+        f"resume={quickstart_copy}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.describe()
+    assert not stale.exists()
+    assert verify(quickstart_copy).returncode == 0

@@ -115,7 +115,7 @@ REFUSALS = [
         "unknown-metric",
         "comparison.objectives[0].metric",
     ),
-    (["sampling.count=100000"], "sample-too-large", "100000"),
+    (["sampling.count=100000", "sampling.larger_than_suite=refuse"], "sample-too-large", "100000"),
     (
         ["candidates.b.answer.kind=regex", "candidates.b.answer.pattern='(unclosed'"],
         "bad-config",

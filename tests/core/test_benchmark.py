@@ -260,7 +260,9 @@ def test_the_benchmark_suite_holds_no_reference(build: Build, suites: Any):
             assert answer not in text
         assert answer.encode() not in pickled
     assert set(BenchmarkSuite.model_fields) == {"name", "version", "digest", "tasks"}
-    assert set(Task.model_fields) == {"id", "input", "attachments", "metadata"}
+    # An agent benchmark's public parts (later user turns, declared tools, environment).
+    agent = {"turns", "tools", "environment"}
+    assert set(Task.model_fields) == {"id", "input", "attachments", "metadata", *agent}
 
 
 def test_suite_source_reference_is_the_only_door(build: Build, suites: Any):

@@ -21,6 +21,7 @@ from xaytune.evaluation.harness import (
 )
 from xaytune.harness import Harness, HarnessRunner, Toolbox
 from xaytune.harness.evidence.attempt_file import AttemptParts
+from xaytune.harness.evidence.journal import JOURNAL_NAME
 
 RULE = MatchRule(strip=True, case_sensitive=False, numeric=True)
 
@@ -212,6 +213,7 @@ def _reopen_and_resume(model):
         assert parts.seal is not None and parts.events
         # no seal, and a crash before the end event
         attempt.write_bytes(dataclasses.replace(parts, seal=None, events=parts.events[:-1]).join())
+        (store.root / JOURNAL_NAME).unlink()  # the crash came before its seal was committed
         model.crashing = False
         asyncio.run(
             HarnessRunner(durability="none").run_many(

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from journal_edits import forget_seal
 
 from xaytune.core.canonical import sha256_digest
 from xaytune.core.errors import EvidenceError
@@ -143,6 +144,7 @@ def test_a_recovered_fragment_is_kept_outside_the_chain_and_verifies(verified_ru
     path = verified_run.attempt_file(6)
     torn = _crash_mid_event(path)
     path.write_bytes(torn)
+    forget_seal(path)
     recover_open_attempt(StoredAttempt(6, 1, path))
     data = path.read_bytes()
     assert data.startswith(torn + b"\n")  # nothing deleted or rewritten
@@ -158,6 +160,7 @@ def test_a_recovered_fragment_is_kept_outside_the_chain_and_verifies(verified_ru
 def test_a_second_line_after_a_recovered_chain_is_refused(verified_run: Any) -> None:
     path = verified_run.attempt_file(6)
     path.write_bytes(_crash_mid_event(path))
+    forget_seal(path)
     recover_open_attempt(StoredAttempt(6, 1, path))
     parts = AttemptParts.of(path.read_bytes(), str(path))
     smuggled = b'{"note":"added after the crash"}\n'
@@ -184,6 +187,7 @@ def test_a_crash_mid_event_reads_as_open_and_bytes_after_a_seal_as_torn(
     crashed = verified_copies()
     path = crashed.attempt_file(4)
     path.write_bytes(_crash_mid_event(path))
+    forget_seal(path)
     with pytest.raises(EvidenceError) as caught:
         crashed.verify()
     assert caught.value.reason == "open-attempt"

@@ -23,7 +23,9 @@ def _seal(i: int) -> bytes:
 def _pending(root: Path, i: int) -> PendingSeal:
     path = root / f"{i:03d}.jsonl"
     path.write_bytes(_body(i))  # an open attempt: its seal line is still to come
-    return PendingSeal(path=str(path), line=_seal(i), digest=str(i))
+    return PendingSeal(
+        path=str(path), line=_seal(i), digest=str(i), position=i, number=1, journal=None
+    )
 
 
 def test_batches_are_committed_one_at_a_time_and_all_seals_land(tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from _fixtures_run import refused
+from journal_edits import forget_seal
 
 from xaytune.harness.evidence import EvidenceEntry, HarnessRunEvidence
 from xaytune.harness.evidence.attempt_file import AttemptParts
@@ -207,6 +208,10 @@ def test_attempt_left_open_is_refused(verified_run):
     parts = parts_of(path)
     assert parts.seal is not None
     path.write_bytes(replace(parts, seal=None).join())
+    # Its seal was committed: a deleted seal, not a crash (the file is named).
+    assert str(path) in str(refused(verified_run.verify, "seal-missing"))
+    refused(verified_run.assemble, "seal-missing")
+    forget_seal(path)  # as if the crash came before the commit
     refused(verified_run.verify, "open-attempt")
     refused(verified_run.assemble, "open-attempt")
 

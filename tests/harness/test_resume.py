@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 
 import pytest
+from journal_edits import forget_seal
 
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import EvidenceError
@@ -178,21 +179,25 @@ def test_interrupted_run_resumes_without_overwriting(empty_run):
 
 def _kill_before_seal(run, position: int, *, torn: bytes = b"") -> dict:
     """Mimic SIGKILL before sealing: no seal line, no end event, ``torn`` left
-    unterminated at the end of the attempt file; return the old seal."""
+    unterminated at the end of the attempt file, nothing committed; return the old seal."""
     path = run.attempt_file(position)
     parts = AttemptParts.of(path.read_bytes(), str(path))
     assert parts.seal is not None and parts.tail == b""
     seal = json.loads(parts.seal)
     assert json.loads(parts.events[-1])["type"] == "end"
     path.write_bytes(replace(parts, events=parts.events[:-1], seal=None, tail=torn).join())
+    forget_seal(path)
     return seal
 
 
-def _unseal(run, position: int) -> None:
-    """Mimic SIGKILL between the end event and the seal: the seal line is not there."""
+def _unseal(run, position: int, *, committed: bool = False) -> None:
+    """Mimic SIGKILL between the end event and the seal: the seal line is not there;
+    with ``committed``, the kill came after the journal listed it."""
     parts = parts_of(run, position)
     assert parts.seal is not None
     run.attempt_file(position).write_bytes(replace(parts, seal=None).join())
+    if not committed:
+        forget_seal(run.attempt_file(position))
 
 
 @pytest.mark.parametrize("torn", [b"", b'{"prev":"sha256:0f3a","seq":'])
@@ -212,8 +217,14 @@ def test_open_attempt_left_by_a_crash_is_recovered_partial(verified_run, torn):
     recovered = seal_of(run, position)
     assert (recovered["status"], recovered["outcome"]) == ("partial", None)
     assert recovered["recovered"] is True
-    # The spend is what its whole events record: all of it, as the lost seal had it.
-    assert recovered["spend"] == old_seal["spend"]
+    # The spend is what its whole events record: all of it, as the lost seal had it,
+    # but its wall time, which only the lost seal knew: the recorded calls' time is
+    # what is known to have elapsed (a lower bound).
+    spend, lost = dict(recovered["spend"]), dict(old_seal["spend"])
+    wall_time = spend.pop("wall_time_us")
+    assert wall_time == spend["model_time_us"] + spend["tool_time_us"]
+    assert wall_time <= lost.pop("wall_time_us")
+    assert spend == lost
     assert recovered["trajectory"]["events"] == old_seal["trajectory"]["events"] - 1
     # Nothing was rewritten: the fragment is terminated and left in place, outside
     # the sealed bytes, and the seal is appended after it.
@@ -318,6 +329,7 @@ def test_empty_claim_left_by_a_crash_is_removed_on_resume(verified_run, recorded
     # Claimed, then killed before the spec and record lines were whole: nothing recorded.
     left = b"" if recorded == "nothing" else parts.spec + parts.record[: len(parts.record) // 2]
     run.attempt_file(position).write_bytes(left)
+    forget_seal(run.attempt_file(position))
     counting = CountingModel(SimulatedModel(seed=101))
     run.execute(counting, resume=True)
     assert set(counting.calls) == {run.question(position)}

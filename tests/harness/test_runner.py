@@ -505,14 +505,18 @@ def test_spend_matches_the_hand_count(bench: Bench) -> None:
     assert 6_000 <= spend.tool_time_us < 1_000_000  # 2 runs of >= 3 ms; refusal costs 0
     _, events = sealed(result)
     replies = [e["v"] for e in events if e["type"] == "model_reply"]
+    # The scripted replies report no usage details: unknown (null), never 0.
     assert [r["usage"] for r in replies] == [
-        {"input": 10, "output": 5},
-        {"input": 20, "output": 5},
-        {"input": 30, "output": 5},
+        {"input": 10, "output": 5, "cached": None, "reasoning": None},
+        {"input": 20, "output": 5, "cached": None, "reasoning": None},
+        {"input": 30, "output": 5, "cached": None, "reasoning": None},
     ]
+    assert (spend.cached_tokens, spend.reasoning_tokens, spend.model_errors) == (None, None, 0)
     assert sum(r["time_us"] for r in replies) == spend.model_time_us
     tool_times = [e["v"]["time_us"] for e in events if e["type"] == "tool_result"]
     assert sum(tool_times) == spend.tool_time_us and tool_times[2] == 0
+    # End to end: every call ran inside the attempt, one at a time.
+    assert spend.model_time_us + spend.tool_time_us <= spend.wall_time_us < 5_000_000
 
 
 def test_spend_of_the_simulated_model(bench: Bench) -> None:

@@ -98,7 +98,8 @@ def pydantic_accepts(seal: dict) -> bool:
     except ValueError:
         return False
     counts = [typed.attempt, typed.trajectory.events, typed.trajectory.bytes]
-    counts += list(typed.spend.model_dump().values())
+    # cached_tokens and reasoning_tokens may be null (not reported): not a count then.
+    counts += [v for v in typed.spend.model_dump().values() if v is not None]
     return (
         typed.model_dump(mode="json", by_alias=True) == seal
         and all(0 <= count < 2**53 for count in counts)

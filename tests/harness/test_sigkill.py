@@ -87,7 +87,7 @@ def test_sigkill_leaves_only_sealed_or_open_attempts(tmp_path: Path) -> None:
 
     # no temporary or staged file anywhere: a seal is a line appended to its attempt
     assert not [p for p in store.rglob("*") if p.name.startswith(".")]
-    sealed, opened, empty = [], [], []
+    sealed, opened, empty, waiting = [], [], [], []
     for task_dir in sorted((store / "tasks").iterdir()):
         names = sorted(path.name for path in task_dir.iterdir())
         # nothing but attempt files, numbered from 001 (nothing else is ever created)
@@ -124,17 +124,19 @@ def test_sigkill_leaves_only_sealed_or_open_attempts(tmp_path: Path) -> None:
                 # torn last line is left out
                 assert parts.seal is None
                 assert not any(line.startswith(SEAL_PREFIX) for line in parts.events)
-                verify_chain(
+                facts = verify_chain(
                     data,
                     genesis=genesis,
                     where=str(attempt),
                     start=layout.record_end,
                     allow_torn_tail=True,
                 )
-                opened.append(attempt)
+                ended = facts.last_event is not None and facts.last_event["type"] == "end"
+                # an attempt that ended waits for its group commit outside its slot
+                (waiting if ended else opened).append(attempt)
     assert len(sealed) >= SEALS_BEFORE_KILL
-    assert opened or empty, "no attempt was in flight when the child was killed"
-    assert len(opened) + len(empty) <= 8  # at most the concurrency limit is in flight
+    assert opened or empty or waiting, "no attempt was in flight when the child was killed"
+    assert len(opened) + len(empty) <= 8  # at most the concurrency limit is in its loop
 
 
 def test_resume_after_a_kill_between_end_event_and_seal(tmp_path: Path) -> None:

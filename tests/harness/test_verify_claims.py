@@ -16,6 +16,7 @@ import pytest
 from _fixtures_run import refused
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from journal_edits import recommit_seal
 
 from xaytune.core.canonical import canonical_bytes
 from xaytune.harness.evidence import AttemptEvidence, EvidenceEntry, HarnessRunEvidence
@@ -450,6 +451,8 @@ def test_a_rechained_and_resealed_answer_is_still_refused_by_the_evidence(verifi
     # signed), but not the evidence recorded before: its seal digest differs.
     path = verified_run.attempt_file(POSITION)
     rewrite_end(path, lambda v: v["outcome"].update(answer="-1"))
+    refused(verified_run.verify, "seal-mismatch")  # the seal journal lists the old seal
+    recommit_seal(path)  # ... re-chained too
     refused(verified_run.verify, "digest-mismatch")
     reassembled = verified_run.assemble()
     assert reassembled.entries[POSITION].attempts[0].outcome.answer == "-1"

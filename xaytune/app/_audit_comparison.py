@@ -13,7 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from xaytune.app.config import ExperimentConfig
-from xaytune.app.gather import COMPARISON_DIR, comparison_files, comparison_report
+from xaytune.app.gather import (
+    COMPARISON_DIR,
+    comparison_dirs,
+    comparison_files,
+    comparison_report,
+    gather_candidates,
+    summary_of,
+)
 from xaytune.app.reports import PLOT_NAMES, rendered_reports
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
@@ -44,14 +51,42 @@ def cannot_recompute(reason: str, what: str, error: BaseException) -> str:
 def comparison_problems(
     base: Path, cfg: ExperimentConfig, source: SuiteSource, directory: Path | None = None
 ) -> list[tuple[Path, str]]:
-    """(file, problem) for each comparison file in ``directory`` (default: the run's
-    ``comparison/``) that is not what the replicates under ``base`` give under
-    ``cfg``; none when there is no such directory (a sweep's job)."""
-    directory = base / COMPARISON_DIR if directory is None else directory
-    if not directory.is_dir():
+    """(file, problem) for each comparison file that is not what the replicates under
+    ``base`` give under ``cfg``: in ``directory`` (a comparison made again), or every
+    challenger's comparison of the run and, with several, their summary; none when
+    the run has no ``comparison/`` (a sweep's job)."""
+    if not (base / COMPARISON_DIR).is_dir() and directory is None:
         return []
     try:
-        report = comparison_report(base, cfg, source)
+        candidates = gather_candidates(base)
+    except RECOMPUTE_ERRORS as error:
+        where = base / COMPARISON_DIR if directory is None else directory
+        return [(where, cannot_recompute("report-mismatch", "the comparison", error))]
+    if directory is not None:
+        return _one(base, cfg, source, cfg.challengers[0], directory, candidates)[0]
+    problems: list[tuple[Path, str]] = []
+    written = []
+    for label, path in comparison_dirs(base, cfg).items():
+        found, report = _one(base, cfg, source, label, path, candidates)
+        problems += found
+        if report is not None:
+            written.append((label, report, path))
+    if len(written) > 1 and len(written) == len(cfg.challengers):
+        top = base / COMPARISON_DIR
+        try:
+            expected = summary_of(cfg, written)
+        except RECOMPUTE_ERRORS as error:
+            return [*problems, (top, cannot_recompute("report-mismatch", "the summary", error))]
+        problems += _differing(top, expected, "the summary its comparisons give")
+    return problems
+
+
+def _one(base, cfg, source, label, directory, candidates):
+    """The problems of one challenger's comparison directory, and its report."""
+    if not directory.is_dir():
+        return [(directory, "report-missing: no comparison of challenger " + label)], None
+    try:
+        report = comparison_report(base, cfg, source, label, candidates=candidates)
         released = report.released()
         images = {
             name: (directory / name).read_bytes()
@@ -60,7 +95,11 @@ def comparison_problems(
         }
         expected = {**comparison_files(report), **rendered_reports(released, images)}
     except RECOMPUTE_ERRORS as error:
-        return [(directory, cannot_recompute("report-mismatch", "the comparison", error))]
+        return [(directory, cannot_recompute("report-mismatch", "the comparison", error))], None
+    return _differing(directory, expected, "the comparison its replicates give"), report
+
+
+def _differing(directory: Path, expected: dict[str, bytes], what: str) -> list[tuple[Path, str]]:
     problems = []
     for name, data in expected.items():
         path = directory / name
@@ -69,5 +108,5 @@ def comparison_problems(
         except OSError:
             continue  # a missing or unreadable report is named by the manifest's check
         if not same:
-            problems.append((path, "report-mismatch: not the comparison its replicates give"))
+            problems.append((path, f"report-mismatch: not {what}"))
     return problems

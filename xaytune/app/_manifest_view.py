@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from xaytune.core import limits
+from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
 
 __all__ = ["ManifestView", "RecomparisonView", "ReplicateView", "inside", "read_manifest"]
@@ -116,3 +117,23 @@ def inside(base: Path, name: str) -> Path | None:
     if not parts or PurePosixPath(name).is_absolute() or ".." in parts or "\x00" in name:
         return None
     return base.joinpath(*parts)
+
+
+def recorded_suite(view: ManifestView, path: Path) -> SuiteSource:
+    """The suite a manifest (at ``path``) records, opened where it says and pinned by
+    its digest: ``bad-manifest``, ``suite-mismatch``; ``OSError`` when unreadable."""
+    from xaytune.suites import builtin_suite_path
+
+    suite = view.suite
+    if suite.builtin is not None:
+        location = builtin_suite_path(suite.builtin)
+    elif suite.path is not None:
+        location = Path(suite.path)
+    else:
+        raise XaytuneError("bad-manifest", f"{path}: suite: neither builtin nor path")
+    source = SuiteSource(location)
+    if source.digest != suite.digest:
+        raise XaytuneError(
+            "suite-mismatch", f"suite at {location} is not the one {path} records ({suite.digest})"
+        )
+    return source

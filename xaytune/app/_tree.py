@@ -11,15 +11,19 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from xaytune.core.errors import ConfigError
 
-__all__ = ["LOCK_FILE", "find_links", "fresh_dir", "tree_lock"]
+__all__ = ["LOCK_FILE", "find_links", "fresh_dir", "remove_stale_temporaries", "tree_lock"]
 
 LOCK_FILE = ".xaytune.lock"
+# What a whole-or-nothing write leaves when its writer is killed before the rename:
+# ``.<name>.<pid>.tmp`` beside the file it was to replace (the file is untouched).
+_TEMPORARY = re.compile(r"\..+\.[0-9]+\.tmp")
 
 
 def fresh_dir(path: Path) -> Path:
@@ -50,6 +54,22 @@ def find_links(root: Path) -> list[Path]:
                 elif entry.is_dir():
                     pending.append(entry.path)
     return sorted(links)
+
+
+def remove_stale_temporaries(root: Path) -> list[Path]:
+    """Remove the temporary files killed writers left under ``root``; return them.
+
+    Call only while holding the tree's lock: no writer of this tree is alive then,
+    so each such file is a write that never happened (its target kept its bytes).
+    """
+    stale = []
+    for directory, _, files in os.walk(root):
+        for name in files:
+            if _TEMPORARY.fullmatch(name):
+                path = Path(directory, name)
+                path.unlink()
+                stale.append(path)
+    return sorted(stale)
 
 
 @contextmanager

@@ -27,22 +27,31 @@ from typing import Any, NamedTuple
 
 from xaytune.app._audit_comparison import comparison_problems
 from xaytune.app._audit_evaluations import evaluation_problems
-from xaytune.app._manifest_view import ManifestView, ReplicateView, inside, read_manifest
+from xaytune.app._manifest_view import (
+    ManifestView,
+    ReplicateView,
+    inside,
+    read_manifest,
+    recorded_suite,
+)
 from xaytune.app._tree import LOCK_FILE, find_links
+from xaytune.app.cache import REUSE_FILE
 from xaytune.app.config import ComparisonConfig, ExperimentConfig, validate_config
 from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
+from xaytune.app.intent import INTENT_FILE, read_intent
 from xaytune.app.manifest import MANIFEST, report_files, what_is_run
+from xaytune.app.models_run import MODELS_DIR, models_problems
 from xaytune.app.parts import part_change
 from xaytune.app.recompare import RECOMPARISON_PREFIX
-from xaytune.core.canonical import sha256_digest
+from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
 from xaytune.harness import Harness
 from xaytune.harness.evidence import HarnessRunEvidence, verify_run_evidence
+from xaytune.harness.evidence.journal import JOURNAL_NAME, journal_problems
 from xaytune.harness.evidence.publish import PublishedSubject, load_published
 from xaytune.harness.evidence.store import STORE_MARKER, HarnessEvidenceStore
 from xaytune.plugins import CodeIdentity
-from xaytune.suites import builtin_suite_path
 
 __all__ = ["audit_tree"]
 
@@ -66,6 +75,9 @@ class _Audit:
     # Each store's published evidence, once verified (None: it did not verify).
     stores: dict[Path, dict[str, _Published] | None] = field(default_factory=dict)
     candidates: set[Path] = field(default_factory=set)
+    # The intent of each run directory (None: missing or unreadable, named once).
+    intents: dict[Path, tuple[dict[str, Any], str] | None] = field(default_factory=dict)
+    intent_pairs: set[tuple[Path, Path]] = field(default_factory=set)
     # Not problems: what the tree records is intact, but the code here differs.
     warnings: list[str] = field(default_factory=list)
 
@@ -106,13 +118,19 @@ def audit_tree(
         source = _source(manifest, path, audit)
         _check_reports(manifest, path.parent, audit)
         cfg = _config(manifest, path, audit)
-        if source is not None and cfg is not None:
+        # A run with several models holds a run per model (each with its manifest,
+        # checked as such) and the summary across them.
+        models = path.parent / MODELS_DIR if cfg is not None and cfg.models else None
+        if models is not None:
+            for file, message in models_problems(cfg, path.parent):
+                audit.problem(file, message)
+        elif source is not None and cfg is not None:
             for file, message in comparison_problems(path.parent, cfg, source):
                 audit.problem(file, message)
         _check_recomparisons(manifest, path, source, cfg, audit)
         _warn_adapter_change(manifest, path, audit)
         _check_hydra_config(manifest, path, audit)
-        if cfg is not None:
+        if cfg is not None and models is None:
             _check_coverage(manifest, path, cfg, audit)
         mine: set[Path] = set()
         for replicate in manifest.replicates:
@@ -123,6 +141,8 @@ def audit_tree(
         # The comparison reads every replicate record under the run: each must be a
         # listed replicate's.
         for record in sorted(path.parent.rglob(REPLICATE_FILE)):
+            if models is not None and record.is_relative_to(models):
+                continue  # listed by that model's own manifest
             if record.parent not in mine:
                 audit.problem(record, "unlisted-replicate: a replicate the manifest does not list")
     for marker in sorted(root.rglob(STORE_MARKER)):
@@ -195,17 +215,7 @@ def _source(manifest: ManifestView, path: Path, audit: _Audit) -> SuiteSource | 
     if known is not None:
         return known
     try:
-        if suite.builtin is not None:
-            location = builtin_suite_path(suite.builtin)
-        elif suite.path is not None:
-            location = Path(suite.path)
-        else:
-            raise XaytuneError("bad-manifest", "suite: neither builtin nor path")
-        source = SuiteSource(location)
-        if source.digest != suite.digest:
-            raise XaytuneError(
-                "suite-mismatch", f"suite at {location} is not the manifest's {suite.digest}"
-            )
+        source = recorded_suite(manifest, path)
     except XaytuneError as error:
         audit.problem(path, str(error))
         return None
@@ -290,6 +300,7 @@ def _check_replicate(
             for file, message in problems:
                 audit.problem(file, message)
     harness = manifest.harness_of(directory.parent.name)
+    _check_intent(manifest, manifest_path, directory, replicate, published, audit)
     for digest, (_, evidence) in published.items():
         if (
             evidence.seed != replicate.seed
@@ -302,6 +313,111 @@ def _check_replicate(
                 f"{directory.parent.name} seed {replicate.seed} as {manifest_path} records",
             )
     return store_root
+
+
+def _intent_for(directory: Path, root: Path, audit: _Audit) -> tuple[Path, Any]:
+    """The intent of the run a replicate directory belongs to: the nearest
+    ``intent.json`` above it, up to the manifest's directory ``root``."""
+    for base in (directory, *directory.parents):
+        if (base / INTENT_FILE).exists() or base == root:
+            break
+    if base not in audit.intents:
+        try:
+            audit.intents[base] = read_intent(base)
+        except XaytuneError as error:
+            audit.problem(base / INTENT_FILE, str(error))
+            audit.intents[base] = None
+    return base, audit.intents[base]
+
+
+def _check_intent(
+    manifest: ManifestView,
+    manifest_path: Path,
+    directory: Path,
+    replicate: ReplicateView,
+    published: dict[str, _Published],
+    audit: _Audit,
+) -> None:
+    """The replicate is one the run set out to make, under the config the manifest
+    states: its evidence carries the run's intent digest (every attempt record does,
+    checked by verification), its candidate and seed are the intent's, and the
+    manifest's config is the intent's."""
+    base, found = _intent_for(directory, manifest_path.parent, audit)
+    if found is None:
+        return
+    intent, digest = found
+    where = base / INTENT_FILE
+    if intent.get("config") != what_is_run(manifest.config):
+        key = (manifest_path, where)
+        if key not in audit.intent_pairs:
+            audit.intent_pairs.add(key)
+            audit.problem(
+                manifest_path,
+                f"intent-mismatch: the manifest's config is not the one {where} records",
+            )
+    label = directory.parent.name
+    candidates = intent.get("candidates")
+    fingerprint = manifest.harness_of(label)
+    if (
+        not isinstance(candidates, dict)
+        or fingerprint not in candidates.values()
+        or replicate.seed not in (intent.get("seeds") or ())
+    ):
+        audit.problem(
+            directory,
+            f"intent-mismatch: candidate {label} seed {replicate.seed} is not one {where} "
+            "set out to run",
+        )
+    for subject, evidence in published.values():
+        if evidence.intent == digest:
+            continue
+        origin = _reused_intent(directory / "evidence" / REUSE_FILE)
+        if origin is not None and origin[1] == evidence.intent:
+            problem = _not_this_replicate(origin[0], intent, fingerprint, replicate.seed)
+            if problem is None:
+                continue  # reused from the cache: run under another intent, to this end
+            audit.problem(
+                directory / "evidence" / REUSE_FILE, f"intent-mismatch: reused evidence {problem}"
+            )
+            continue
+        audit.problem(
+            Path(subject.path),
+            f"intent-mismatch: the evidence was run under intent {evidence.intent}, "
+            f"not {where} ({digest})",
+        )
+
+
+def _reused_intent(path: Path) -> tuple[dict[str, Any], str] | None:
+    """The intent a cache entry's evidence was run under, and its digest (None: the
+    replicate was run here, or the record is unreadable)."""
+    try:
+        intent = json.loads(path.read_bytes())["intent"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return intent, sha256_digest(canonical_bytes(intent) + b"\n")
+
+
+def _not_this_replicate(
+    origin: dict[str, Any], intent: dict[str, Any], fingerprint: str | None, seed: int
+) -> str | None:
+    """Why the origin intent did not set out to run this replicate of ``intent``.
+
+    What the evidence itself settles is checked with it, as for any replicate: the
+    harness and its specs, the assignment (suite, sampling, seed) and the model it ran
+    on. Here: that the run which recorded it meant this suite, candidate and seed, with
+    the model adapter code of this run."""
+    if not isinstance(origin, dict) or origin.get("suite_digest") != intent.get("suite_digest"):
+        return "was run on another suite"
+    candidates = origin.get("candidates")
+    if not isinstance(candidates, dict) or fingerprint not in candidates.values():
+        return "was run for another candidate"
+    if seed not in (origin.get("seeds") or ()):
+        return f"was not run for seed {seed}"
+    if (origin.get("parts") or {}).get("model_adapter") != (intent.get("parts") or {}).get(
+        "model_adapter"
+    ):
+        return "was run with another model adapter"
+    return None
 
 
 def _check_claims(
@@ -331,7 +447,12 @@ def _check_claims(
             path,
             f"claim-mismatch: durability {durability!r}, the manifest says {manifest.durability!r}",
         )
-    if manifest.timing_environment is not None and timing != manifest.timing_environment:
+    reused = (path.parent / "evidence" / REUSE_FILE).exists()  # timed where it ran
+    if (
+        manifest.timing_environment is not None
+        and timing != manifest.timing_environment
+        and not reused
+    ):
         audit.problem(path, "claim-mismatch: timing environment is not the manifest's")
 
 
@@ -391,6 +512,7 @@ def _check_strays(root: Path, manifests: list[Path], listed: set[Path], audit: _
 # Files of a run directory beside its reports and stores.
 _RUN_FILES = (
     MANIFEST,
+    INTENT_FILE,
     LOCK_FILE,
     "main.log",
     "multirun.yaml",
@@ -407,7 +529,7 @@ def _store_file(path: Path, stores: set[Path]) -> bool:
         if not path.is_relative_to(store):
             continue
         parts = path.relative_to(store).parts
-        if parts == (STORE_MARKER,):
+        if parts in ((STORE_MARKER,), (JOURNAL_NAME,), (REUSE_FILE,)):
             return True
         if len(parts) == 3 and parts[0] == "tasks" and parts[1].isdigit():
             return parts[2].endswith(".jsonl") and parts[2][:-6].isdigit()
@@ -501,6 +623,8 @@ def _verified_store(
     statements = sorted(store.published_dir.glob("*.intoto.json"))
     if not statements:
         audit.problem(store_root, "subject-missing: no published evidence subject")
+        for error in journal_problems(store_root):  # what can be said of it without one
+            audit.problem(store_root, str(error))
         return None
     published: dict[str, _Published] = {}
     for statement in statements:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,9 @@ class GatherSweep(Callback):
 
             cfg, plain = resolve_config(config)
             root = Path(config.hydra.sweep.dir)
+            if cfg.dry_run:  # every job printed its estimate and kept nothing
+                _discard_dry_sweep(root)
+                return
             with tree_lock(root):
                 code = finish(root, cfg, plain, load_source(cfg))
         except XaytuneError as error:
@@ -43,3 +47,9 @@ class GatherSweep(Callback):
             sys.exit(2)
         if code:
             sys.exit(code)
+
+
+def _discard_dry_sweep(root: Path) -> None:
+    """Remove a dry run's sweep directory: Hydra wrote only its multirun.yaml there."""
+    if root.is_dir() and {entry.name for entry in root.iterdir()} <= {"multirun.yaml"}:
+        shutil.rmtree(root, ignore_errors=True)

@@ -242,10 +242,19 @@ def _sweep_arguments(argv: list[str]) -> list[str]:
     return argv + extra
 
 
+def _dry_run_argument(argv: list[str]) -> list[str]:
+    """``--dry-run`` (which Hydra's own parser would refuse) as the override
+    ``dry_run=true``: everything is checked, the dollar estimate printed, nothing run."""
+    if "--dry-run" not in argv:
+        return argv
+    return [arg for arg in argv if arg != "--dry-run"] + ["dry_run=true"]
+
+
 def run() -> None:
     """``python -m xaytune``."""
     from xaytune.app.main import main
 
+    sys.argv[1:] = _dry_run_argument(sys.argv[1:])
     _check_resume_argument(sys.argv[1:])
     _check_run_dir_argument(sys.argv[1:])
     sys.argv[1:] = _sweep_arguments(sys.argv[1:])

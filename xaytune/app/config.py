@@ -16,11 +16,14 @@ from pydantic import (
 
 from xaytune.core import limits
 from xaytune.core._ids import is_valid_id
+from xaytune.core.domain.benchmark import SeededSample
 from xaytune.core.errors import ConfigError
 from xaytune.core.limits import clip
 from xaytune.harness.spec import Harness
+from xaytune.models._prices import ModelPrices
 
 __all__ = [
+    "CacheConfig",
     "ComparisonConfig",
     "EvaluatorConfig",
     "ExperimentConfig",
@@ -50,12 +53,40 @@ class SuiteConfig(BaseModel):
 
 
 class SamplingConfig(BaseModel):
+    """How many tasks a seed selects: ``count`` (None: every task).
+
+    ``larger_than_suite`` is the declared choice for a ``count`` above the suite's
+    task count: ``refuse`` (``sample-too-large``, before any model call) or ``all``
+    (every task runs; the assignment records "every task", and the run says so).
+    """
+
     model_config = _STRICT
 
     count: int | None = Field(default=None, ge=1)
+    larger_than_suite: Literal["refuse", "all"] = "refuse"
+
+    def sample(self, task_count: int) -> SeededSample:
+        """The sample this config selects from a suite of ``task_count`` tasks."""
+        if self.count is not None and self.count > task_count and self.larger_than_suite == "all":
+            return SeededSample(count=None)
+        return SeededSample(count=self.count)
+
+    def note(self, suite_name: str, task_count: int) -> str | None:
+        """One line when ``larger_than_suite=all`` widened the sample, else None."""
+        if self.count is None or self.count <= task_count or self.larger_than_suite != "all":
+            return None
+        return (
+            f"note: sampling asks for {self.count} tasks; suite {suite_name} has {task_count}: "
+            "every task runs (sampling.larger_than_suite=all)"
+        )
 
 
 class SimulatedModelConfig(BaseModel):
+    """The simulator. ``usage_details`` makes it report cached and reasoning tokens
+    (see :class:`~xaytune.models.SimulatedModel`). ``prices`` (every model config has
+    it): the model's price table in USD per million tokens, or None (cost is then not
+    recorded)."""
+
     model_config = _STRICT
 
     kind: Literal["simulated"]
@@ -63,6 +94,10 @@ class SimulatedModelConfig(BaseModel):
     transient_error_rate: float = Field(default=0.0, ge=0, le=1)
     context_window: int | None = Field(default=None, ge=1, le=limits.MAX_CONTEXT_WINDOW)
     seed: int | None = None
+    # How often it slips on an operation done mentally (not with the calculator).
+    mental_error_base: float = Field(default=0.08, ge=0, le=1)
+    usage_details: bool = False
+    prices: ModelPrices | None = None
 
 
 class OpenAICompatibleModelConfig(BaseModel):
@@ -76,6 +111,7 @@ class OpenAICompatibleModelConfig(BaseModel):
     parameters: dict[str, Any] = {}
     timeout_s: float = Field(default=60.0, gt=0, le=limits.MAX_TIMEOUT_S)
     max_retries: int = Field(default=3, ge=0, le=limits.MAX_RETRIES)
+    prices: ModelPrices | None = None
 
 
 class LlamaCppLocalModelConfig(BaseModel):
@@ -98,23 +134,29 @@ class LlamaCppLocalModelConfig(BaseModel):
     startup_timeout_s: float = Field(default=60.0, gt=0, le=limits.MAX_TIMEOUT_S)
     timeout_s: float = Field(default=120.0, gt=0, le=limits.MAX_TIMEOUT_S)
     max_retries: int = Field(default=1, ge=0, le=limits.MAX_RETRIES)
+    prices: ModelPrices | None = None
 
 
 class TargetModelConfig(BaseModel):
     """A user's model adapter: ``_target_`` (a dotted path or a name registered with
-    ``@model_adapter`` or the ``xaytune.models`` entry point) and its parameters."""
+    ``@model_adapter`` or the ``xaytune.models`` entry point) and its parameters;
+    ``prices`` is the model's price table, not a parameter of the adapter."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     target: str = Field(alias="_target_", min_length=1)
     params: dict[str, Any] = {}
+    prices: ModelPrices | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
         if isinstance(value, dict) and "_target_" in value and "params" not in value:
-            rest = {k: v for k, v in value.items() if k != "_target_"}
-            return {"_target_": value["_target_"], "params": rest}
+            rest = {k: v for k, v in value.items() if k not in ("_target_", "prices")}
+            split = {"_target_": value["_target_"], "params": rest}
+            if "prices" in value:
+                split["prices"] = value["prices"]
+            return split
         return value
 
 
@@ -162,11 +204,28 @@ class ComparisonConfig(BaseModel):
     model_config = _STRICT
 
     objectives: tuple[ObjectiveConfig, ...] = Field(min_length=1)
+    # The candidate the others are compared with (None: ``a``, else the first).
+    baseline: str | None = None
     k: float = Field(default=2.0, gt=0)
     fail_on: tuple[Relation, ...] = ()
     # Also measure the A/A rate by simulation on the run's observed spread
     # (descriptive, deterministic; never changes a verdict).
     calibrate: bool = False
+
+
+# Names of the files beside the challengers' comparison directories in comparison/.
+_RESERVED_LABELS = frozenset({"summary.json", "summary.md", "report.html", "models.json"})
+
+
+class CacheConfig(BaseModel):
+    """The evidence cache (:mod:`xaytune.app.cache`): where, whether it is read and
+    written (``off``, ``read``, ``read-write``), and its bound in GB."""
+
+    model_config = _STRICT
+
+    dir: str | None = None
+    mode: Literal["off", "read", "read-write"] = "read-write"
+    max_gb: float = Field(default=10.0, gt=0, le=1e6)
 
 
 class ExperimentMeta(BaseModel):
@@ -190,6 +249,9 @@ class ExperimentConfig(BaseModel):
     suite: SuiteConfig
     sampling: SamplingConfig
     model: ModelConfig
+    # Several models by label: every candidate runs under each (one comparison per
+    # model, ``models/<label>/``); None: the one ``model``.
+    models: dict[str, ModelConfig] | None = None
     # Evaluators by label (e.g. outcome, judge); each scores every replicate.
     evaluators: dict[str, EvaluatorConfig]
     comparison: ComparisonConfig
@@ -201,6 +263,11 @@ class ExperimentConfig(BaseModel):
     durability: Literal["fsync", "none"] = "fsync"
     resume: str | None = None
     progress: bool = True
+    cache: CacheConfig = CacheConfig()
+    # Refuse to start when the estimated upper bound of the spend exceeds it (dollars).
+    max_cost_usd: float | None = Field(default=None, gt=0, le=1e12)
+    # Print the estimate and exit without running anything (``--dry-run``).
+    dry_run: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> ExperimentConfig:
@@ -212,21 +279,51 @@ class ExperimentConfig(BaseModel):
         kinds = [evaluator.name for evaluator in self.evaluators.values()]
         if len(set(kinds)) != len(kinds):
             raise ValueError(f"evaluators: an evaluator appears twice ({sorted(kinds)})")
-        if set(self.candidates) != {"a", "b"}:
-            raise ValueError("candidates must be exactly 'a' and 'b'")
+        if len(self.candidates) < 2:
+            raise ValueError(
+                f"candidates: at least two are compared, found {sorted(self.candidates)}"
+            )
+        for label in self.candidates:
+            if not is_valid_id(label) or label in _RESERVED_LABELS:
+                raise ValueError(f"candidates: label {label!r} is not a valid id")
+        for label in self.models or ():
+            if not is_valid_id(label):
+                raise ValueError(f"models: label {label!r} is not a valid id")
+        if self.models is not None and not self.models:
+            raise ValueError("models: name at least one model, or leave it null")
+        baseline = self.comparison.baseline
+        if baseline is not None and baseline not in self.candidates:
+            raise ValueError(
+                f"comparison.baseline {baseline!r} is not a candidate ({sorted(self.candidates)})"
+            )
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError("seeds: a seed appears twice")
         if self.seed is not None and self.seed not in self.seeds:
             raise ValueError(f"seed {self.seed} is not one of seeds {list(self.seeds)}")
         names = [harness.name for harness in self.candidates.values()]
-        if len(set(names)) != 2:
-            raise ValueError(f"the two candidates need different names, both are {names[0]!r}")
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"candidates need different names, {twice[0]!r} is used twice")
         return self
 
     @property
     def job_seeds(self) -> tuple[int, ...]:
         """The seeds this process runs: one in a sweep job, else all of them."""
         return (self.seed,) if self.seed is not None else self.seeds
+
+    @property
+    def baseline(self) -> str:
+        """The label every other candidate is compared with: ``comparison.baseline``,
+        else ``a`` when there is one, else the first label in sorted order."""
+        if self.comparison.baseline is not None:
+            return self.comparison.baseline
+        return "a" if "a" in self.candidates else min(self.candidates)
+
+    @property
+    def challengers(self) -> tuple[str, ...]:
+        """The labels compared with the baseline, sorted (a manifest's config is
+        canonical JSON: its order is the sorted one, and reports are recomputed from it)."""
+        return tuple(sorted(label for label in self.candidates if label != self.baseline))
 
 
 _MODEL_TAGS = frozenset({"simulated", "openai_compatible", "llama_cpp_local", "target"})

@@ -10,12 +10,16 @@ scores).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import platform
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from xaytune.app import cache
+from xaytune.app.cache import replicate_key
 from xaytune.app.config import (
     ExperimentConfig,
     LlamaCppLocalModelConfig,
@@ -23,11 +27,12 @@ from xaytune.app.config import (
     SimulatedModelConfig,
     TargetModelConfig,
 )
+from xaytune.app.intent import INTENT_FILE
 from xaytune.app.parts import model_adapter_identity
 from xaytune.core.canonical import canonical_bytes
-from xaytune.core.domain.benchmark import SeededSample, SuiteSource, record_assignment
+from xaytune.core.domain.benchmark import SuiteSource, record_assignment
 from xaytune.core.domain.measurement import TaskObservation
-from xaytune.core.errors import ConfigError, ExecutionError
+from xaytune.core.errors import ConfigError, ExecutionError, XaytuneError
 from xaytune.core.harness_comparison import ReplicateRuns
 from xaytune.evaluation.harness import (
     EvaluationSpec,
@@ -47,8 +52,8 @@ from xaytune.harness import (
     HarnessRunner,
     Toolbox,
 )
-from xaytune.harness.evidence import assemble_evidence
-from xaytune.harness.evidence.store import atomic_write
+from xaytune.harness.evidence import HarnessRunEvidence, assemble_evidence
+from xaytune.harness.evidence.store import STORE_MARKER, STORE_SCHEMA, atomic_write
 from xaytune.harness.replicate import compile_replicate
 from xaytune.harness.runner import AttemptResult, TaskRun
 from xaytune.models import Model, OpenAICompatibleModel, SimulatedModel
@@ -67,6 +72,8 @@ __all__ = [
     "run_replicate",
     "timing_environment",
 ]
+
+_log = logging.getLogger("xaytune.cache")
 
 REPLICATE_FILE = "replicate.restricted.json"
 CANDIDATE_FILE = "candidate.json"
@@ -89,6 +96,8 @@ def build_model(config: ModelConfig, *, seed: int) -> Model:
             latency_s=config.latency_s,
             transient_error_rate=config.transient_error_rate,
             context_window=config.context_window,
+            mental_error_base=config.mental_error_base,
+            usage_details=config.usage_details,
         )
     if isinstance(config, TargetModelConfig):
         from xaytune.app.parts import build_target_model
@@ -96,7 +105,7 @@ def build_model(config: ModelConfig, *, seed: int) -> Model:
         return build_target_model(config, seed=seed)
     if isinstance(config, LlamaCppLocalModelConfig):
         # One server per process, shared by the replicates; the runtime is the [local] extra.
-        return llama_cpp_local_model(seed=seed, **config.model_dump(exclude={"kind"}))
+        return llama_cpp_local_model(seed=seed, **config.model_dump(exclude={"kind", "prices"}))
     return OpenAICompatibleModel(
         config.base_url,
         config.name,
@@ -162,13 +171,18 @@ def run_replicate(
     out: Path,
     toolbox: Toolbox,
     progress: Progress | None = None,
+    intent: str | None = None,
 ) -> ReplicateOutcome:
     """Run, assemble, verify, publish and evaluate one candidate under one seed.
 
     ``toolbox`` holds every candidate's tools (``parts.experiment_toolbox``); this
-    candidate is granted its own."""
+    candidate is granted its own. ``intent`` is the run's intent digest, which
+    every attempt record and the evidence carry."""
     suite = source.suite
     directory = replicate_dir(out, harness, seed)
+    cache.remove_restores(directory)  # a copy from the cache a kill cut short
+    # Nothing run here yet (a resume of this replicate holds attempts, or a copy).
+    fresh = not any((directory / "evidence" / "tasks").glob("*/*.jsonl"))
     directory.mkdir(parents=True, exist_ok=True)
     atomic_write(
         directory.parent / CANDIDATE_FILE,
@@ -183,7 +197,7 @@ def run_replicate(
         + b"\n",
     )
     store = HarnessEvidenceStore(directory / "evidence", durability=cfg.durability)
-    sampling = SeededSample(count=cfg.sampling.count)
+    sampling = cfg.sampling.sample(len(suite.tasks))
     assignment = record_assignment(suite, sampling, seed=seed)
     model = build_model(cfg.model, seed=seed)
     tools = frozenset(harness.tool_names)
@@ -194,8 +208,28 @@ def run_replicate(
         store=store,
         authorized_tools=tools,
         model=model.identity,
+        prices=cfg.model.prices,
     )
-    runner = HarnessRunner(durability=cfg.durability)
+    cached = None
+    key = replicate_key(
+        suite_digest=suite.digest,
+        assignment_digest=assignment.digest,
+        specs=specs,
+        model=model.identity.model_dump(mode="json"),
+        seed=seed,
+        durability=cfg.durability,
+        model_adapter=model_adapter_identity(model).model_dump(mode="json"),
+    )
+    reused = cache.reused_from(store.root)
+    if reused is not None:  # a resume of a replicate copied from the cache
+        cached = assemble_evidence(
+            specs, suite, sampling, assignment, source, store, intent=reused.intent_digest
+        )
+    elif fresh and cfg.cache.mode != "off":
+        reused = _reuse(cfg, key, specs, sampling, assignment, source, store)
+        cached = None if reused is None else reused[1]
+        reused = None if reused is None else reused[0]
+    runner = HarnessRunner(durability=cfg.durability, intent=intent)
 
     async def run_all():
         try:
@@ -213,10 +247,29 @@ def run_replicate(
             if close is not None:
                 await close()  # a client's connection pool belongs to this event loop
 
-    runs = asyncio.run(run_all())
-    _refuse_unfinished(runs, harness, seed)
-    evidence = assemble_evidence(specs, suite, sampling, assignment, source, store)
+    if cached is not None:
+        runs, evidence = [], cached
+        asyncio.run(_close(model))
+    else:
+        runs = asyncio.run(run_all())
+        _refuse_unfinished(runs, harness, seed)
+        evidence = assemble_evidence(
+            specs, suite, sampling, assignment, source, store, intent=intent
+        )
     subject = publish_evidence(evidence, store)
+    if cached is None and fresh and cfg.cache.mode == "read-write" and intent is not None:
+        cache.publish(
+            cache.cache_root(cfg.cache.dir),
+            key,
+            store_root=store.root,
+            intent_bytes=(out / INTENT_FILE).read_bytes(),
+            evidence_digest=evidence.digest,
+            # Reused evidence was timed where it ran.
+            timing_environment=timing_environment()
+            if reused is None
+            else reused.timing_environment,
+            max_bytes=int(cfg.cache.max_gb * 1e9),
+        )
     evaluations = [
         _evaluate(cfg, label, subject, source=source, directory=directory, seed=seed)
         for label in sorted(cfg.evaluators)
@@ -234,8 +287,10 @@ def run_replicate(
             "model_adapter": model_adapter_identity(model).model_dump(mode="json"),
             "runtime": "xaytune-local/v1",
             "durability": cfg.durability,
+            **_price_facet(cfg),
         },
-        timing_environment=timing_environment(),
+        # Reused evidence was timed where it ran.
+        timing_environment=timing_environment() if reused is None else reused.timing_environment,
         task_observations=observations,
     )
     atomic_write(directory / REPLICATE_FILE, canonical_bytes(replicate) + b"\n")
@@ -245,8 +300,44 @@ def run_replicate(
         evidence_digest=evidence.digest,
         evaluator_fingerprints=tuple(e.result.evaluator_fingerprint for e in evaluations),
         attempts=sum(len(run.attempts) for run in runs),
-        skipped=sum(run.skipped for run in runs),
+        skipped=sum(run.skipped for run in runs) if cached is None else len(specs),
     )
+
+
+async def _close(model) -> None:
+    close = getattr(model, "aclose", None)
+    if close is not None:
+        await close()
+
+
+def _reuse(
+    cfg, key, specs, sampling, assignment, source, store
+) -> tuple[cache.CachedReplicate, HarnessRunEvidence] | None:
+    """The replicate's evidence copied from the cache and verified here, or None (a
+    miss, or an entry that does not verify: it is removed from this tree, never
+    served, and the replicate runs)."""
+    root = cache.cache_root(cfg.cache.dir)
+    entry = cache.lookup(root, key)
+    if entry is None:
+        return None
+    try:
+        restored = cache.restore(entry, key, store.root)
+        evidence = assemble_evidence(
+            specs, source.suite, sampling, assignment, source, store,
+            intent=restored.intent_digest,
+        )  # fmt: skip
+    except (XaytuneError, OSError, ValueError, KeyError) as error:
+        _log.warning("evidence cache: entry %s refused (%s); running the replicate", key, error)
+        store.root.mkdir(parents=True, exist_ok=True)
+        for path in store.root.iterdir():  # the copy goes; the store's marker stays
+            if path.name != STORE_MARKER:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+        atomic_write(store.root / STORE_MARKER, canonical_bytes({"schema": STORE_SCHEMA}) + b"\n")
+        for position in range(len(specs)):
+            store.task_output(position)  # the empty task directories the specs write to
+        return None
+    _log.info("evidence cache: reused %s for %s", key, store.root)
+    return restored, evidence
 
 
 def _refuse_unfinished(runs: list[TaskRun], harness: Harness, seed: int) -> None:
@@ -333,3 +424,10 @@ def _facet_parameters(model: Model) -> dict[str, object]:
     # A simulated model is seeded per replicate; the seed is the replicate's, not a
     # facet of the execution environment, so it is left out of C4.
     return {k: v for k, v in model.identity.parameters.items() if k != "seed"}
+
+
+def _price_facet(cfg: ExperimentConfig) -> dict[str, object]:
+    # The model's price table, when it has one: two sides priced differently are not
+    # comparable (C4). No table, no facet: the facets are those of before.
+    prices = cfg.model.prices
+    return {} if prices is None else {"prices": prices.model_dump(mode="json")}

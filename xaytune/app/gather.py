@@ -11,7 +11,8 @@ from pathlib import Path
 
 from xaytune.app.config import ExperimentConfig
 from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
-from xaytune.app.reports import write_reports
+from xaytune.app.reports import PLOT_NAMES, write_reports
+from xaytune.app.summary import summary_files
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import ComparisonError
@@ -29,9 +30,11 @@ __all__ = [
     "COMPARISON_DIR",
     "RELEASED_REPORT",
     "RESTRICTED_REPORT",
+    "comparison_dirs",
     "comparison_files",
     "comparison_report",
     "gather_candidates",
+    "summary_of",
     "write_comparison",
 ]
 
@@ -41,7 +44,7 @@ RESTRICTED_REPORT = "report.restricted.json"
 
 
 def gather_candidates(root: Path) -> dict[str, CandidateRuns]:
-    """CandidateRuns per label ("a", "b") from every replicate under ``root``."""
+    """CandidateRuns per label from every replicate under ``root``."""
     found: dict[str, tuple[dict, list[ReplicateRuns]]] = {}
     for path in sorted(root.rglob(REPLICATE_FILE)):
         candidate_file = path.parent.parent / CANDIDATE_FILE
@@ -68,17 +71,45 @@ def gather_candidates(root: Path) -> dict[str, CandidateRuns]:
     return candidates
 
 
+def comparison_dirs(root: Path, cfg: ExperimentConfig) -> dict[str, Path]:
+    """Where each challenger's comparison with the baseline is written: ``comparison/``
+    for one challenger (the a/b layout), ``comparison/<label>/`` for several."""
+    challengers = cfg.challengers
+    if len(challengers) == 1:
+        return {challengers[0]: root / COMPARISON_DIR}
+    return {label: root / COMPARISON_DIR / label for label in challengers}
+
+
 def write_comparison(
     root: Path, cfg: ExperimentConfig, source: SuiteSource
-) -> tuple[ComparisonReport, Path]:
-    """Compare candidates a and b found under ``root``; write comparison/ there."""
-    report = comparison_report(root, cfg, source)
-    directory = root / COMPARISON_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, data in comparison_files(report).items():
-        atomic_write(directory / name, data)
-    write_reports(directory, report.released())
-    return report, directory
+) -> list[tuple[str, ComparisonReport, Path]]:
+    """Compare each challenger found under ``root`` with the baseline; write its
+    comparison (and, with several challengers, their summary in ``comparison/``).
+    Returns (challenger label, report, directory) per challenger."""
+    candidates = gather_candidates(root)
+    written = []
+    for label, directory in comparison_dirs(root, cfg).items():
+        report = comparison_report(root, cfg, source, label, candidates=candidates)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, data in comparison_files(report).items():
+            atomic_write(directory / name, data)
+        write_reports(directory, report.released())
+        written.append((label, report, directory))
+    if len(written) > 1:
+        for name, data in summary_of(cfg, written).items():
+            atomic_write(root / COMPARISON_DIR / name, data)
+    return written
+
+
+def summary_of(
+    cfg: ExperimentConfig, written: list[tuple[str, ComparisonReport, Path]]
+) -> dict[str, bytes]:
+    """The summary files of several comparisons, with the plots each directory holds."""
+    images = {
+        label: {n: (d / n).read_bytes() for n in PLOT_NAMES if (d / n).is_file()}
+        for label, _, d in written
+    }
+    return summary_files(cfg.baseline, [(label, r.released()) for label, r, _ in written], images)
 
 
 def comparison_files(report: ComparisonReport) -> dict[str, bytes]:
@@ -89,11 +120,20 @@ def comparison_files(report: ComparisonReport) -> dict[str, bytes]:
     }
 
 
-def comparison_report(root: Path, cfg: ExperimentConfig, source: SuiteSource) -> ComparisonReport:
-    """The comparison of candidates a and b found under ``root`` (what
-    :func:`write_comparison` writes; what the auditor recomputes)."""
-    candidates = gather_candidates(root)
-    missing = [label for label in ("a", "b") if label not in candidates]
+def comparison_report(
+    root: Path,
+    cfg: ExperimentConfig,
+    source: SuiteSource,
+    challenger: str | None = None,
+    *,
+    candidates: dict[str, CandidateRuns] | None = None,
+) -> ComparisonReport:
+    """The comparison of the baseline with ``challenger`` (default: the first) found
+    under ``root`` (what :func:`write_comparison` writes; what the auditor recomputes)."""
+    if candidates is None:
+        candidates = gather_candidates(root)
+    challenger = cfg.challengers[0] if challenger is None else challenger
+    missing = [label for label in (cfg.baseline, challenger) if label not in candidates]
     if missing:
         raise ComparisonError(
             "missing-candidate", f"{root}: no replicates of candidate {missing[0]}"
@@ -107,4 +147,4 @@ def comparison_report(root: Path, cfg: ExperimentConfig, source: SuiteSource) ->
         disclosure=cfg.disclosure,
         calibrate=cfg.comparison.calibrate,
     )
-    return compare(candidates["a"], candidates["b"], spec, source.suite)
+    return compare(candidates[cfg.baseline], candidates[challenger], spec, source.suite)

@@ -5,12 +5,14 @@ one seed of a multirun job), compares, writes the output tree and prints the tab
 Refusals print one line and exit 2; a CI gate (``comparison.fail_on``) exits 1;
 Ctrl-C seals in-flight attempts partial, prints how to resume and exits 130; a model
 that stays unreachable (``model-unavailable``) leaves its attempts partial, prints the
-same resume command and exits 2.
+same resume command and exits 2. ``--dry-run`` checks everything, prints the dollar
+estimate (:mod:`xaytune.app.cost`) and exits 0, keeping no run directory.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import shlex
 import shutil
 import sys
@@ -62,8 +64,6 @@ def _fail(error: XaytuneError) -> None:
 def _quiet_http_logs() -> None:
     """An endpoint's per-request INFO lines (httpx) drown the progress lines: off
     unless the user configured those loggers (``hydra.job_logging.loggers.httpx``)."""
-    import logging
-
     for name in ("httpx", "httpcore"):
         logger = logging.getLogger(name)
         if logger.level == logging.NOTSET:
@@ -72,8 +72,10 @@ def _quiet_http_logs() -> None:
 
 def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare: bool) -> int:
     """Run this job's replicates into ``out``; compare and report when ``compare``."""
+    from xaytune.app._tree import remove_stale_temporaries
     from xaytune.app.experiment import load_source, run_replicate
-    from xaytune.app.manifest import check_resume, write_manifest
+    from xaytune.app.intent import intent_of, write_intent
+    from xaytune.app.manifest import check_resume, what_is_run, write_manifest
     from xaytune.app.parts import experiment_toolbox
     from xaytune.app.progress import replicate_progress
 
@@ -81,15 +83,21 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
     source = load_source(cfg)
     toolbox = experiment_toolbox(cfg)
     # A resumed sweep's job that had not started yet has no manifest: it starts afresh.
-    if cfg.resume is not None and (cfg.seed is None or (out / "manifest.json").exists()):
+    resuming = cfg.resume is not None and (cfg.seed is None or (out / "manifest.json").exists())
+    if resuming:
         check_resume(out, plain, cfg)
+        for path in remove_stale_temporaries(out):  # writes a kill cut short
+            logging.getLogger("xaytune").info(
+                "removed %s (a write a killed run never finished)", path
+            )
     elif (out / "manifest.json").exists():
         raise ConfigError(
             "run-dir-exists", f"{out} holds a run already; only resume={out} continues it"
         )
+    intent = write_intent(out, intent_of(cfg, what_is_run(plain), source), resume=resuming)
     write_manifest(out, cfg, plain, source, final=False)
     for seed in cfg.job_seeds:
-        for label in ("a", "b"):
+        for label in cfg.candidates:
             harness = cfg.candidates[label]
             with replicate_progress(
                 f"{harness.name} seed {seed}", total=_task_count(cfg, source), enabled=cfg.progress
@@ -103,6 +111,7 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
                     out=out,
                     toolbox=toolbox,
                     progress=progress,
+                    intent=intent,
                 )
     if not compare:
         # A sweep job: its own manifest is complete once its replicates are (with their
@@ -113,21 +122,74 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
     return finish(out, cfg, plain, source)
 
 
+def _model_runs(
+    raw: DictConfig, cfg: ExperimentConfig, *, multirun: bool
+) -> dict[str, tuple[ExperimentConfig, dict[str, Any]]]:
+    """Each model's experiment (``model`` set to it, resolved again so interpolations
+    such as the evaluator's prices follow it), by label; empty without ``models``."""
+    if not cfg.models:
+        return {}
+    if multirun:
+        raise ConfigError(
+            "sweep-unsupported", "models: a run with several models runs in one process"
+        )
+    subs = {}
+    for label in cfg.models:
+        sub = OmegaConf.masked_copy(raw, [key for key in raw if key != "hydra"])
+        OmegaConf.set_struct(sub, False)
+        sub.model = raw.models[label]
+        sub.models = None
+        subs[label] = resolve_config(sub)
+    return subs
+
+
+def run_several_models(
+    cfg: ExperimentConfig,
+    plain: dict[str, Any],
+    subs: dict[str, tuple[ExperimentConfig, dict[str, Any]]],
+    out: Path,
+) -> int:
+    """Every candidate under each model (``models/<label>/``, a run each), then the
+    summary across models; the worst gate code."""
+    from xaytune.app.experiment import load_source
+    from xaytune.app.manifest import check_resume, write_manifest
+    from xaytune.app.models_run import run_models
+
+    if cfg.resume is not None:
+        check_resume(out, plain, cfg)
+    elif (out / "manifest.json").exists():
+        raise ConfigError(
+            "run-dir-exists", f"{out} holds a run already; only resume={out} continues it"
+        )
+    source = load_source(cfg)
+    write_manifest(out, cfg, plain, source, final=False)
+    code = run_models(cfg, subs, out, lambda c, p, o: run_job(c, p, o, compare=True))
+    write_manifest(out, cfg, plain, source, final=True)
+    return code
+
+
 def finish(out: Path, cfg: ExperimentConfig, plain: dict[str, Any], source) -> int:
     """Compare, write reports and the final manifest, print the table; the gate code."""
     from xaytune.app.gather import write_comparison
     from xaytune.app.manifest import write_manifest
     from xaytune.app.reports import terminal_table
 
-    report, directory = write_comparison(out, cfg, source)
+    written = write_comparison(out, cfg, source)
     write_manifest(out, cfg, plain, source, final=True)
-    released = report.released()
-    terminal_table(released)
-    print(f"report: {directory / 'report.md'} (html: {directory / 'report.html'})")
-    if report.relation in cfg.comparison.fail_on:
-        print(f"gate: relation {report.relation} is in comparison.fail_on", file=sys.stderr)
-        return 1
-    return 0
+    for _, report, directory in written:
+        terminal_table(report.released())
+        print(f"report: {directory / 'report.md'} (html: {directory / 'report.html'})")
+    if len(written) > 1:
+        summary = out / "comparison"
+        print((summary / "summary.md").read_text())
+        print(f"summary: {summary / 'summary.md'} (html: {summary / 'report.html'})")
+    gated = [(label, r) for label, r, _ in written if r.relation in cfg.comparison.fail_on]
+    for label, report in gated:
+        where = "" if len(written) == 1 else f" for challenger {label} ({report.b.name})"
+        print(
+            f"gate: relation {report.relation}{where} is in comparison.fail_on", file=sys.stderr
+        )
+    return 1 if gated else 0
 
 
 # Refusals during a run that a resume can finish (the tree stays as sealed so far).
@@ -149,7 +211,7 @@ def _resume_hint(out: Path | None) -> str:
 
 
 def _task_count(cfg: ExperimentConfig, source) -> int:
-    return cfg.sampling.count or len(source.suite.tasks)
+    return cfg.sampling.sample(len(source.suite.tasks)).count or len(source.suite.tasks)
 
 
 def _discard_unused(directory: Path) -> None:
@@ -181,17 +243,37 @@ def main(raw: DictConfig) -> None:
                 )
             from xaytune.app.parts import preflight
 
-            preflight(cfg)  # nothing is paid for before everything knowable is checked
+            subs = _model_runs(raw, cfg, multirun=multirun)
+            for sub_cfg, _ in subs.values() or ((cfg, plain),):
+                preflight(sub_cfg)  # nothing is paid for before everything knowable is checked
+            if subs:
+                from xaytune.app.cost import check_total_cost
+                from xaytune.app.experiment import load_source
+
+                tasks = len(load_source(cfg).suite.tasks)
+                lines = check_total_cost({k: c for k, (c, _) in subs.items()}, tasks)
+                if cfg.dry_run:
+                    print("\n".join([*lines, "dry run: nothing was run"]))
+            elif cfg.dry_run:
+                from xaytune.app.cost import dry_run
+
+                dry_run(cfg)  # prints the dollar estimate; nothing runs
         except XaytuneError:
             _discard_unused(Path(hydra_cfg.runtime.output_dir))
             raise
+        if cfg.dry_run:
+            _discard_unused(Path(hydra_cfg.runtime.output_dir))
+            return
         # A sweep job (resumed or not) runs in its own job directory under the sweep's.
         resumed_run = cfg.resume is not None and not multirun
         out = Path(cfg.resume) if resumed_run else Path(hydra_cfg.runtime.output_dir)
         from xaytune.app._tree import tree_lock
 
         with tree_lock(out):  # one writer per tree
-            code = run_job(cfg, plain, out, compare=not multirun)
+            if subs:
+                code = run_several_models(cfg, plain, subs, out)
+            else:
+                code = run_job(cfg, plain, out, compare=not multirun)
     except XaytuneError as error:
         if error.reason in _RESUMABLE and out is not None:
             print(f"error: {error}\n{_resume_hint(out)}", file=sys.stderr)

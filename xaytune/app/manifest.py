@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from xaytune.app._tree import find_links
+from xaytune.app.cache import REUSE_FILE
 from xaytune.app.config import ExperimentConfig
 from xaytune.app.experiment import REPLICATE_FILE, timing_environment
 from xaytune.app.parts import experiment_parts
@@ -38,7 +39,7 @@ REPORT_FILES = (
     f"**/seed-*/{REPLICATE_FILE}",
 )
 # Keys that may change between a run and its resumption without changing what is run.
-_OPERATIONAL = {"resume", "progress", "concurrency", "seed"}
+_OPERATIONAL = {"resume", "progress", "concurrency", "seed", "cache"}
 
 
 def _versions() -> dict[str, str]:
@@ -51,9 +52,12 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def _replicates(out: Path) -> list[dict[str, Any]]:
+def _replicates(out: Path, *, nested: Path | None = None) -> list[dict[str, Any]]:
+    """The replicates under ``out`` but not under ``nested`` (runs of their own)."""
     found = []
     for path in sorted(out.rglob(REPLICATE_FILE)):
+        if nested is not None and path.is_relative_to(nested):
+            continue
         replicate = json.loads(path.read_bytes())
         published = sorted((path.parent / "evidence" / "published").glob("*.intoto.json"))
         found.append(
@@ -65,9 +69,18 @@ def _replicates(out: Path) -> list[dict[str, Any]]:
                     {e["evaluator_fingerprint"] for e in replicate["evaluations"]}
                 ),
                 "evidence_digests": ["sha256:" + p.name.split(".")[0] for p in published],
+                "reused": _reused_key(path.parent / "evidence" / REUSE_FILE),
             }
         )
     return found
+
+
+def _reused_key(path: Path) -> str | None:
+    """The cache key a replicate's evidence was copied from (None: it was run here)."""
+    try:
+        return json.loads(path.read_bytes())["key"]
+    except FileNotFoundError:
+        return None
 
 
 def write_manifest(
@@ -101,8 +114,10 @@ def write_manifest(
         "versions": _versions(),
         "complete": final,
     }
+    if cfg.models:  # each model is a run of its own, with its own manifest
+        manifest["models"] = {label: f"models/{label}" for label in cfg.models}
     if final:
-        manifest["replicates"] = _replicates(out)
+        manifest["replicates"] = _replicates(out, nested=out / "models" if cfg.models else None)
         manifest["reports"] = {
             str(path.relative_to(out)): sha256_digest(path.read_bytes())
             for path in report_files(out)

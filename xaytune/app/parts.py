@@ -3,10 +3,11 @@
 :func:`resolve_candidates` runs when the config is validated: every candidate's
 tools and loop are imported, instantiated and checked, and each harness gains the
 code identity of its parts (so its fingerprint covers them). :func:`preflight` then
-checks everything else knowable from config before money is spent: the suite opens
-and holds the sample, the model adapter builds, every evaluator binds (its scorer
-resolves), every objective names a catalog metric. A refusal is one line naming the
-config key; nothing has been written yet.
+checks everything else knowable from config before money is spent: every objective
+names a metric the selected catalog can record (:mod:`xaytune.app._objectives`), the
+suite opens and holds the sample, the dollar budgets hold (:mod:`xaytune.app.cost`),
+the model adapter builds, every evaluator binds (its scorer resolves). A refusal is
+one line naming the config key; nothing has been written yet.
 
 Model adapters: ``model: {_target_: my_pkg.MyModel, param: value}`` names a class
 implementing :class:`xaytune.models.Model`; it is built with the params (checked
@@ -21,7 +22,7 @@ import inspect
 from typing import Any
 
 from xaytune.app.config import ExperimentConfig, TargetModelConfig
-from xaytune.core.errors import ConfigError, PluginError, XaytuneError
+from xaytune.core.errors import PluginError, XaytuneError
 from xaytune.harness import Toolbox
 from xaytune.harness.parts import resolve_harness, shared_toolbox
 from xaytune.models import Model, ModelIdentity
@@ -163,21 +164,20 @@ def model_adapter_identity(model: Model) -> CodeIdentity:
 
 def preflight(cfg: ExperimentConfig) -> None:
     """Check everything knowable from ``cfg`` before any model call (see module doc)."""
+    from xaytune.app._objectives import check_objectives
+    from xaytune.app.cost import check_cost_config
     from xaytune.app.experiment import build_model, configured_evaluation, load_source
-    from xaytune.core.domain.benchmark import SeededSample, record_assignment
+    from xaytune.core.domain.benchmark import record_assignment
     from xaytune.evaluation.harness import bind_evaluation
-    from xaytune.evaluation.metrics import CATALOG
 
-    known = [definition.key for definition in CATALOG]
-    for index, objective in enumerate(cfg.comparison.objectives):
-        if objective.metric.split("@")[0] not in known:
-            raise ConfigError(
-                "unknown-metric",
-                f"comparison.objectives[{index}].metric: {objective.metric!r} is not a metric "
-                f"of the catalog (one of: {', '.join(known)})",
-            )
+    check_objectives(cfg)
     source = load_source(cfg)
-    record_assignment(source.suite, SeededSample(count=cfg.sampling.count), seed=cfg.job_seeds[0])
+    task_count = len(source.suite.tasks)
+    record_assignment(source.suite, cfg.sampling.sample(task_count), seed=cfg.job_seeds[0])
+    note = cfg.sampling.note(source.suite.name, task_count)
+    if note is not None:
+        print(note)
+    check_cost_config(cfg, task_count)  # dollar budgets, before a model is even built
     model = build_model(cfg.model, seed=cfg.job_seeds[0])
     model_adapter_identity(model)
     _close(model)

@@ -82,6 +82,13 @@ def recompare(tree: Path, overrides: list[str]) -> tuple[Path, ComparisonReport]
             f"{tree}: {len(problems)} problem(s), first: {problems[0]}",
         )
     cfg = recompared_config(config, overrides)
+    if len(cfg.challengers) > 1:
+        raise ConfigError(
+            "several-challengers",
+            f"{tree}: compares {len(cfg.challengers)} challengers with a baseline; comparing "
+            "again is for a two-candidate run (run the experiment again: the evidence "
+            "cache reuses every replicate)",
+        )
     source = load_source(cfg)
     report = comparison_report(tree, cfg, source)
     directory = fresh_dir(tree / (RECOMPARISON_PREFIX + time.strftime("%Y-%m-%d_%H-%M-%S")))

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from xaytune import __version__
-from xaytune.app._manifest_view import ManifestView, inside, read_manifest
+from xaytune.app._manifest_view import ManifestView, inside, read_manifest, recorded_suite
 from xaytune.app._share_scan import SCAN_RULES, Scanner, strings_of, tokens_of
 from xaytune.app._tree import find_links
 from xaytune.core.canonical import canonical_bytes, sha256_digest
@@ -66,7 +66,6 @@ from xaytune.core.errors import XaytuneError
 from xaytune.harness.evidence import HarnessRunEvidence
 from xaytune.harness.evidence.publish import PublishedSubject, load_published
 from xaytune.harness.evidence.store import SpendRecord
-from xaytune.suites import builtin_suite_path
 
 __all__ = ["BUNDLE_INDEX", "BUNDLE_SCHEMA", "Bundle", "check_bundle", "share_run"]
 
@@ -224,19 +223,7 @@ def _disclosure(manifests: list[tuple[Path, ManifestView]]) -> Disclosure:
 
 def _suite_source(view: ManifestView, path: Path) -> SuiteSource:
     """The manifest's suite, pinned by its digest: the scan needs its references."""
-    suite = view.suite
-    if suite.builtin is not None:
-        location = builtin_suite_path(suite.builtin)
-    elif suite.path is not None:
-        location = Path(suite.path)
-    else:
-        raise XaytuneError("bad-manifest", f"{path}: suite: neither builtin nor path")
-    source = SuiteSource(location)
-    if source.digest != suite.digest:
-        raise XaytuneError(
-            "suite-mismatch", f"suite at {location} is not the one {path} records ({suite.digest})"
-        )
-    return source
+    return recorded_suite(view, path)
 
 
 def _report(base: Path, name: str, digest: str, manifest: Path) -> Path:

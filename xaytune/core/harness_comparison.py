@@ -123,7 +123,7 @@ __all__ = [
     "summarize",
 ]
 
-TIME_METRICS = frozenset({"model_time", "tool_time", "end_to_end_time"})
+TIME_METRICS = frozenset({"model_time", "model_call_time", "tool_time", "end_to_end_time"})
 
 
 class SuiteLike(Protocol):

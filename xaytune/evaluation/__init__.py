@@ -20,11 +20,20 @@ from xaytune.evaluation.harness import (
     publish_evidence,
     run_harness_evaluation,
 )
-from xaytune.evaluation.metrics import CATALOG, CATALOG_ID, MetricDefinition, metric_definition
+from xaytune.evaluation.metrics import (
+    CATALOG,
+    CATALOG_ID,
+    CATALOG_V2,
+    CATALOG_V2_ID,
+    MetricDefinition,
+    metric_definition,
+)
 
 __all__ = [
     "CATALOG",
     "CATALOG_ID",
+    "CATALOG_V2",
+    "CATALOG_V2_ID",
     "BoundEvaluation",
     "EvaluationSpec",
     "EvaluatorSpec",

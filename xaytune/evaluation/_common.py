@@ -15,8 +15,9 @@ from xaytune.evaluation._config import (
     EvaluationSpec,
     resolve_config,
 )
-from xaytune.evaluation.metrics import Column
+from xaytune.evaluation.metrics import CATALOG_ID, Column
 from xaytune.harness.evidence import HarnessRunEvidence
+from xaytune.harness.evidence.store import HarnessEvidenceStore
 
 __all__ = [
     "Determinism",
@@ -24,6 +25,7 @@ __all__ = [
     "HarnessEvaluator",
     "JudgeExchange",
     "Measurement",
+    "ScorerReason",
 ]
 
 Determinism = Literal["DETERMINISTIC", "STOCHASTIC"]
@@ -49,12 +51,24 @@ class JudgeExchange(BaseModel):
     score: int | None
 
 
+class ScorerReason(BaseModel):
+    """RESTRICTED: why the outcome scorer decided as it did on one task (``Score.reason``,
+    e.g. a benchmark checker's error): it tells what the reference is, so it goes to
+    the restricted report only."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: str
+    reason: str
+
+
 @dataclass(frozen=True, slots=True)
 class Measurement:
     """What an evaluator measured on one verified run (before disclosure).
 
     ``columns`` are the per-task observations of each all-tasks metric; ``results``
-    the run-level results (all-tasks and successful-tasks slices).
+    the run-level results (all-tasks and successful-tasks slices); ``catalog`` the
+    metrics catalog they follow.
     """
 
     task_ids: tuple[str, ...]
@@ -62,6 +76,8 @@ class Measurement:
     results: tuple[MetricResult, ...]
     attested: int
     exchanges: tuple[JudgeExchange, ...] = ()
+    scorer_reasons: tuple[ScorerReason, ...] = ()
+    catalog: str = CATALOG_ID
 
 
 @runtime_checkable
@@ -82,7 +98,12 @@ class HarnessEvaluator(Protocol):
     def check_execution(self, bound: BoundEvaluation) -> EvaluationConfig: ...
 
     def measure(
-        self, bound: BoundEvaluation, evidence: HarnessRunEvidence, *, seed: int
+        self,
+        bound: BoundEvaluation,
+        evidence: HarnessRunEvidence,
+        *,
+        seed: int,
+        store: HarnessEvidenceStore | None = None,
     ) -> Measurement: ...
 
 

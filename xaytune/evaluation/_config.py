@@ -20,7 +20,12 @@ outcome spec: ``{"match": {"strip": bool, "case_sensitive": bool, "numeric": boo
 fingerprint. A user writes ``code: null``; binding fills in the resolved scorer's
 code identity, so the bound config and its fingerprint pin the scorer's code (C3);
 ``code`` given and not the current code's identity is refused (``scorer-mismatch``,
-by the outcome evaluator);
+by the outcome evaluator). The outcome spec selects its metrics catalog: without a
+``metrics`` key it measures catalog ``xaytune.harness-metrics/v1`` (the spec's, and
+the only spelling of it); ``"metrics": {"catalog": "xaytune.harness-metrics/v2",
+"prices": <price table> | null}`` selects v2, whose ``cost`` is computed at those
+prices (a :class:`~xaytune.models.ModelPrices`: USD per million input, cached input
+and output tokens, optional prompt-size tiers). Both are in the fingerprint;
 judge spec: ``{"judge_model": {provider, model, revision, parameters},
 "rubric": {"text", "sha256"}, "scale": {"min", "max"}, "reference_access":
 "none" | "reference", "judge_repeats": int >= 1, "judge_retries": int >= 0}``.
@@ -32,12 +37,20 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from xaytune.core._ids import is_valid_id
 from xaytune.core.canonical import fingerprint, sha256_digest, to_plain
 from xaytune.core.errors import EvaluationError, FingerprintError
 from xaytune.evaluation._grants import ReferenceEgressGrant
+from xaytune.evaluation.metrics import CATALOG_ID, CATALOG_V2_ID
+from xaytune.models._prices import ModelPrices
 from xaytune.models._protocol import ModelIdentity
 from xaytune.plugins import CodeIdentity
 
@@ -51,6 +64,7 @@ __all__ = [
     "EvaluationSpec",
     "EvaluatorSpec",
     "JudgeEvaluationConfig",
+    "MetricsSpec",
     "OutcomeEvaluationConfig",
     "ScorerSpec",
     "config_fingerprint",
@@ -92,9 +106,35 @@ class ScorerSpec(_Strict):
     code: CodeIdentity | None
 
 
+class MetricsSpec(_Strict):
+    """The metrics catalog an outcome evaluation measures, and the prices its
+    ``cost`` is computed at (v2; None: cost is not recorded)."""
+
+    catalog: Literal["xaytune.harness-metrics/v1", "xaytune.harness-metrics/v2"]
+    prices: ModelPrices | None
+
+
 class OutcomeSpec(_Strict):
     match: MatchRule
     scorer: ScorerSpec
+    metrics: MetricsSpec | None = None
+
+    @model_serializer(mode="wrap")
+    def _canonical(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        plain = handler(self)
+        if plain.get("metrics", 0) is None:
+            del plain["metrics"]  # catalog v1 is written without it (as before v2 existed)
+        return plain
+
+    @property
+    def catalog(self) -> str:
+        """The selected catalog's id (v1 when ``metrics`` is left out)."""
+        return CATALOG_ID if self.metrics is None else self.metrics.catalog
+
+    @property
+    def prices(self) -> ModelPrices | None:
+        """The price table v2's cost is computed at (None: cost is not recorded)."""
+        return None if self.metrics is None else self.metrics.prices
 
 
 class OutcomeEvaluationConfig(_Strict):
@@ -181,7 +221,21 @@ def resolve_config(config: Mapping[str, Any] | BaseModel) -> EvaluationConfig:
         )
     if isinstance(resolved, JudgeEvaluationConfig):
         _check_judge(resolved)
+    else:
+        _check_metrics(resolved)
     return resolved  # type: ignore[return-value]
+
+
+def _check_metrics(config: OutcomeEvaluationConfig) -> None:
+    """One spelling per catalog: v1 leaves ``metrics`` out (and has no cost to price)."""
+    metrics = config.spec.metrics
+    if metrics is not None and metrics.catalog == CATALOG_ID:
+        raise EvaluationError(
+            "non-canonical-config",
+            f"config {config.metadata.name!r}: spec.metrics selects {CATALOG_ID}, which is "
+            f"written by leaving spec.metrics out (and prices nothing); {CATALOG_V2_ID} "
+            "records cost",
+        )
 
 
 def _refusal(error: ValidationError, plain: dict[str, Any]) -> EvaluationError:
@@ -244,24 +298,33 @@ def outcome_config(
     numeric: bool = True,
     scorer: str = "exact",
     scorer_params: dict[str, Any] | None = None,
+    catalog: str = CATALOG_ID,
+    prices: ModelPrices | None = None,
 ) -> dict[str, Any]:
     """A canonical outcome config (every field explicit) for users and the app.
 
     ``scorer`` is a scorer's short name or dotted path and ``scorer_params`` its
-    parameters; ``code`` is left None for binding to fill in.
+    parameters; ``code`` is left None for binding to fill in. ``catalog`` v2 (with
+    ``prices``, or None to leave cost not recorded) adds ``spec.metrics``.
     """
+    spec: dict[str, Any] = {
+        "match": {"strip": strip, "case_sensitive": case_sensitive, "numeric": numeric},
+        "scorer": {
+            "name": scorer,
+            "params": copy.deepcopy(scorer_params) if scorer_params is not None else {},
+            "code": None,
+        },
+    }
+    if catalog != CATALOG_ID or prices is not None:
+        spec["metrics"] = {
+            "catalog": catalog,
+            "prices": None if prices is None else prices.model_dump(mode="json"),
+        }
     return {
         "apiVersion": API_VERSION,
         "kind": OUTCOME_KIND,
         "metadata": {"name": name, "disclosure": disclosure},
-        "spec": {
-            "match": {"strip": strip, "case_sensitive": case_sensitive, "numeric": numeric},
-            "scorer": {
-                "name": scorer,
-                "params": copy.deepcopy(scorer_params) if scorer_params is not None else {},
-                "code": None,
-            },
-        },
+        "spec": spec,
     }
 
 

@@ -23,7 +23,7 @@ from xaytune.evaluation._reports import (
     Withheld,
     WithholdRule,
 )
-from xaytune.evaluation.metrics import metric_definition
+from xaytune.evaluation.metrics import CATALOG_V2_ID, metric_definition
 
 __all__ = ["apply_aggregate_rules", "provider_feedback"]
 
@@ -37,7 +37,8 @@ def _run_value_rule(result: MetricResult, n_tasks: int) -> WithholdRule | None:
 
 
 def _column_rule(column: TaskColumn) -> WithholdRule | None:
-    if metric_definition(column.metric).reference_derived:
+    # v2 holds every v1 metric, equally reference-derived or not, and its own.
+    if metric_definition(column.metric, CATALOG_V2_ID).reference_derived:
         return "per-task-reference-derived"
     return None
 

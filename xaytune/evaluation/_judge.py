@@ -40,6 +40,7 @@ from xaytune.evaluation._config import JUDGE_KIND, BoundEvaluation, JudgeEvaluat
 from xaytune.evaluation._grants import ReferenceEgressGrant, check_grant
 from xaytune.evaluation.metrics import Column, absence_code, run_result
 from xaytune.harness.evidence import HarnessRunEvidence
+from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.models._protocol import Message, Model, ModelError, ModelRequest
 
 __all__ = ["GRADER_SYSTEM", "HarnessJudgeEvaluator", "judge_prompt", "parse_score"]
@@ -175,9 +176,15 @@ class HarnessJudgeEvaluator(EvaluatorBase):
         return config
 
     def measure(
-        self, bound: BoundEvaluation, evidence: HarnessRunEvidence, *, seed: int
+        self,
+        bound: BoundEvaluation,
+        evidence: HarnessRunEvidence,
+        *,
+        seed: int,
+        store: HarnessEvidenceStore | None = None,
     ) -> Measurement:
-        """quality for every entry of ``evidence`` (already verified)."""
+        """quality for every entry of ``evidence`` (already verified); ``store`` is not
+        read (quality is judged from the attested answers)."""
         config = self.check_execution(bound)  # before any reference is read
         with_reference = config.spec.reference_access == "reference"
         n = len(evidence.entries)
@@ -196,7 +203,7 @@ class HarnessJudgeEvaluator(EvaluatorBase):
             elif outcome.terminal != "answer" or outcome.answer is None:
                 codes[i] = absence_code("not-applicable")
             else:
-                reference = self.source.reference(entry.task_id).answer if with_reference else None
+                reference = self.source.reference(entry.task_id).text if with_reference else None
                 task_input = self.source.suite.task(entry.task_id).input
                 messages = judge_prompt(config, task_input, outcome.answer, reference)
                 jobs.append(_Job(i, entry.task_id, messages))

@@ -33,6 +33,11 @@ Successful-tasks slices: the mean of each recorded execution metric over the tas
 with task_success 1 (``metric@successful-tasks``); the disclosure rules withhold
 them. When task_success is absent on any task, which tasks succeeded is unknown and
 every slice is absent (see ``metrics.slice_result``).
+
+The catalog is the config's (``spec.metrics``): v1 by default, exactly as above;
+v2 adds what :mod:`xaytune.evaluation._catalog_v2` measures (usage details, wall
+time, time per model call, dollars at the config's price table) and slices every
+execution metric (``cost@successful-tasks`` is the mean cost of a success).
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ from typing import Any, ClassVar
 
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import EvaluationError
-from xaytune.evaluation._common import Determinism, EvaluatorBase, Measurement
+from xaytune.evaluation._catalog_v2 import v2_columns
+from xaytune.evaluation._common import Determinism, EvaluatorBase, Measurement, ScorerReason
 from xaytune.evaluation._config import (
     OUTCOME_KIND,
     BoundEvaluation,
@@ -50,7 +56,9 @@ from xaytune.evaluation._config import (
     resolve_config,
 )
 from xaytune.evaluation.metrics import (
+    CATALOG_ID,
     EXECUTION_METRICS,
+    EXECUTION_METRICS_V2,
     NOT_RECORDED_V1,
     Column,
     absence_code,
@@ -59,8 +67,9 @@ from xaytune.evaluation.metrics import (
 )
 from xaytune.evaluation.scorers import ResolvedScorer, normalise, resolve_scorer
 from xaytune.harness.evidence import HarnessRunEvidence
+from xaytune.harness.evidence.store import HarnessEvidenceStore
 
-__all__ = ["SLICED_METRICS", "HarnessOutcomeEvaluator", "normalise"]
+__all__ = ["SLICED_METRICS", "SLICED_METRICS_V2", "HarnessOutcomeEvaluator", "normalise"]
 
 # Execution metrics read from the attested attempt's spend (key -> per-spend value).
 _SPEND_FIELDS: tuple[tuple[str, str, float], ...] = (
@@ -75,6 +84,7 @@ _SPEND_FIELDS: tuple[tuple[str, str, float], ...] = (
 )
 # Slices of metrics never recorded in v1 would say nothing: they are not produced.
 SLICED_METRICS: tuple[str, ...] = tuple(k for k in EXECUTION_METRICS if k not in NOT_RECORDED_V1)
+SLICED_METRICS_V2: tuple[str, ...] = EXECUTION_METRICS_V2
 _NO_ATTESTED = absence_code("no-attested-result")
 _CANCELLED = absence_code("unscored-cancelled")
 _UNACCOUNTED = absence_code("spend-unaccounted")
@@ -133,12 +143,20 @@ class HarnessOutcomeEvaluator(EvaluatorBase):
         return config, _scorer(config)
 
     def measure(
-        self, bound: BoundEvaluation, evidence: HarnessRunEvidence, *, seed: int
+        self,
+        bound: BoundEvaluation,
+        evidence: HarnessRunEvidence,
+        *,
+        seed: int,
+        store: HarnessEvidenceStore | None = None,
     ) -> Measurement:
-        """task_success and every execution metric of ``evidence`` (already verified)."""
+        """task_success and every execution metric of ``evidence`` (already verified)
+        in the config's catalog; ``store`` is the evidence's (v2 reads each call of an
+        attempt from it when the price table has tiers: ``store-required`` without)."""
         config, scorer = self._checked(bound)  # the scorer, resolved once per measurement
-        if scorer is None:
+        if scorer is None or not isinstance(config, OutcomeEvaluationConfig):
             raise EvaluationError("unsupported-evaluator", f"{self.name} got a {config.kind}")
+        catalog = config.spec.catalog
         n = len(evidence.entries)
         success: list[float] = [0.0] * n
         success_codes = [0] * n
@@ -148,6 +166,7 @@ class HarnessOutcomeEvaluator(EvaluatorBase):
         spend_tokens = [0.0] * n
         spend_attempts = [0.0] * n
         attested_count = 0
+        reasons: list[ScorerReason] = []  # why the scorer decided: restricted report only
         for i, entry in enumerate(evidence.entries):
             attempts = entry.attempts
             spend_attempts[i] = len(attempts)
@@ -167,41 +186,50 @@ class HarnessOutcomeEvaluator(EvaluatorBase):
             if outcome.terminal == "cancelled":
                 success_codes[i] = _CANCELLED
             elif outcome.terminal == "answer" and outcome.answer is not None:
-                reference = self.source.reference(entry.task_id).answer
+                reference = self.source.reference(entry.task_id).text
                 verdict = scorer.score(outcome.answer, reference, task_id=entry.task_id)
                 success[i] = float(verdict.success)
-        columns = self._columns(n, success, success_codes, exec_codes, spend_values)
-        columns += (
-            Column.build("spend_tokens", spend_tokens, spend_codes),
-            Column.build("spend_attempts", spend_attempts, [0] * n),
-        )
-        by_key = {column.metric: column for column in columns}
+                if verdict.reason:
+                    reasons.append(ScorerReason(task_id=entry.task_id, reason=verdict.reason))
+        built = self._columns(n, exec_codes, spend_values, catalog)
+        built["spend_tokens"] = Column.build("spend_tokens", spend_tokens, spend_codes, catalog)
+        built["spend_attempts"] = Column.build("spend_attempts", spend_attempts, [0] * n, catalog)
+        sliced = SLICED_METRICS
+        if catalog == CATALOG_ID:
+            order = EXECUTION_METRICS
+        else:
+            built.update(v2_columns(evidence, prices=config.spec.prices, store=store))
+            order = sliced = SLICED_METRICS_V2
+        success_column = Column.build("task_success", success, success_codes, catalog)
+        columns = (success_column, *(built[key] for key in order))
         results = [run_result(column) for column in columns]
-        results += [slice_result(by_key[key], by_key["task_success"]) for key in SLICED_METRICS]
+        results += [slice_result(built[key], success_column) for key in sliced]
         return Measurement(
             task_ids=tuple(entry.task_id for entry in evidence.entries),
             columns=columns,
             results=tuple(results),
             attested=attested_count,
+            catalog=catalog,
+            scorer_reasons=tuple(reasons),
         )
 
     @staticmethod
     def _columns(
-        n: int,
-        success: list[float],
-        success_codes: list[int],
-        exec_codes: list[int],
-        spend_values: dict[str, list[float]],
-    ) -> tuple[Column, ...]:
-        built = {key: Column.build(key, values, exec_codes) for key, values in spend_values.items()}
+        n: int, exec_codes: list[int], spend_values: dict[str, list[float]], catalog: str
+    ) -> dict[str, Column]:
+        """The execution columns both catalogs read from the spend (and v1's absent
+        ones, which v2 replaces)."""
+        built = {
+            key: Column.build(key, values, exec_codes, catalog)
+            for key, values in spend_values.items()
+        }
         inputs, outputs = spend_values["input_tokens"], spend_values["output_tokens"]
         totals = [a + b for a, b in zip(inputs, outputs, strict=True)]
-        built["total_tokens"] = Column.build("total_tokens", totals, exec_codes)
-        for key in NOT_RECORDED_V1:
-            built[key] = Column.absent(key, n, "not-recorded")
-        ordered = [Column.build("task_success", success, success_codes)]
-        ordered += [built[key] for key in EXECUTION_METRICS if key in built]
-        return tuple(ordered)
+        built["total_tokens"] = Column.build("total_tokens", totals, exec_codes, catalog)
+        if catalog == CATALOG_ID:
+            for key in NOT_RECORDED_V1:
+                built[key] = Column.absent(key, n, "not-recorded")
+        return built
 
 
 def _scorer(config: OutcomeEvaluationConfig) -> ResolvedScorer:

@@ -17,12 +17,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_serializer, model_validator
 
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.measurement import AbsenceReason, MetricResult, TaskObservation
 from xaytune.core.errors import EvaluationError
-from xaytune.evaluation._common import JudgeExchange
+from xaytune.evaluation._common import JudgeExchange, ScorerReason
 from xaytune.evaluation._config import Disclosure
 from xaytune.evaluation.metrics import Column
 from xaytune.harness.evidence.store import atomic_write
@@ -206,6 +206,16 @@ class RestrictedEvaluationReport(_Report):
     )
     label: Literal["restricted"] = "restricted"
     judge_exchanges: tuple[JudgeExchange, ...] = ()
+    # The outcome scorer's reasons, when it gave any (left out of the file when none,
+    # so a report of a scorer without reasons is what it always was).
+    scorer_reasons: tuple[ScorerReason, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_empty_reasons(self, handler: Any) -> dict[str, Any]:
+        plain = handler(self)
+        if not plain.get("scorer_reasons"):
+            plain.pop("scorer_reasons", None)
+        return plain
 
     @property
     def withheld_values(self) -> tuple[MetricResult, ...]:

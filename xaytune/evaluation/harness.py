@@ -50,7 +50,6 @@ from xaytune.evaluation._reports import (
     output_dir,
     write_reports,
 )
-from xaytune.evaluation.metrics import CATALOG_ID
 from xaytune.harness.evidence import HarnessRunEvidence, verify_run_evidence
 from xaytune.harness.evidence.publish import PublishedSubject, load_published, publish_evidence
 from xaytune.harness.evidence.store import HarnessEvidenceStore
@@ -130,19 +129,24 @@ class HarnessEvaluation:
         return self.restricted.task_observations()
 
 
-def _load_subject(subject: PublishedSubject, source: SuiteSource, seed: int) -> HarnessRunEvidence:
+def _load_subject(
+    subject: PublishedSubject, source: SuiteSource, seed: int
+) -> tuple[HarnessRunEvidence, HarnessEvidenceStore]:
+    """The subject's evidence, verified against ``source`` and its store (returned too:
+    an evaluator may read an attested attempt's calls from it)."""
     if not isinstance(subject, PublishedSubject) or subject.kind != "agent_run_evidence":
         raise EvaluationError(
             "unsupported-subject", f"subject {subject!r} is not published agent_run_evidence"
         )
     evidence = load_published(subject)
-    verify_run_evidence(evidence, source.suite, source, HarnessEvidenceStore(subject.store_root))
+    store = HarnessEvidenceStore(subject.store_root)
+    verify_run_evidence(evidence, source.suite, source, store)
     if evidence.seed != seed:
         raise EvaluationError(
             "seed-mismatch",
             f"subject {subject.digest} is the run of seed {evidence.seed}, not {seed}",
         )
-    return evidence
+    return evidence, store
 
 
 def run_harness_evaluation(
@@ -216,8 +220,8 @@ def _measure(
 ) -> tuple[EvaluationResult | None, HarnessEvaluationReport, RestrictedEvaluationReport]:
     """Load and re-verify the subject, then measure it: the result and both reports."""
     config = evaluator.check_execution(bound)
-    evidence = _load_subject(subject, source, seed)
-    measurement = evaluator.measure(bound, evidence, seed=seed)
+    evidence, store = _load_subject(subject, source, seed)
+    measurement = evaluator.measure(bound, evidence, seed=seed, store=store)
     subject_facts = (
         evidence.digest,
         evidence.suite_name,
@@ -231,7 +235,7 @@ def _measure(
         evaluator=bound.evaluator,
         evaluator_fingerprint=bound.fingerprint,
         determinism=bound.determinism,
-        catalog=CATALOG_ID,
+        catalog=measurement.catalog,
         disclosure=bound.disclosure,
         config=config.model_dump(mode="json"),
         subject_digest=subject_digest,
@@ -253,6 +257,7 @@ def _measure(
         task_columns=columns,
         withheld=withheld if bound.disclosure == "aggregate" else (),
         judge_exchanges=measurement.exchanges,
+        scorer_reasons=measurement.scorer_reasons,
     )
     if bound.disclosure == "per-task":
         released_metrics, released_columns, withheld = measurement.results, columns, ()
@@ -269,7 +274,7 @@ def _measure(
             evaluator=bound.evaluator,
             evaluator_fingerprint=bound.fingerprint,
             determinism=bound.determinism,
-            catalog=CATALOG_ID,
+            catalog=measurement.catalog,
             subject_digest=subject_digest,
             suite_digest=suite_digest,
             assignment_digest=assignment_digest,

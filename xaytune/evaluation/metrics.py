@@ -1,9 +1,20 @@
-"""Catalog ``xaytune.harness-metrics/v1``: every metric, its unit, kind and absences.
+"""Catalogs ``xaytune.harness-metrics/v1`` and ``/v2``: every metric, its unit, kind
+and absences.
 
 spec: Metrics and absences. Each per-task observation is a value or an absence with
 a reason; zero never stands in for an absence. A metric absent on any task has no
 run value (its absences are counted instead). Cost, cached and reasoning tokens and
 end-to-end time are always ``not-recorded`` in v1.
+
+v2 is a superset of v1, selected in the outcome evaluator's config (so its id is in
+the evaluator fingerprint, and C3 keeps v1 and v2 runs apart). It records what v1
+leaves ``not-recorded``, from the attested spend: ``cached_tokens`` and
+``reasoning_tokens`` when the provider reported them (``not-recorded`` otherwise),
+``end_to_end_time`` (the attempt's wall time), and ``cost`` in dollars at the price
+table the config declares (``not-recorded`` without one, or when unreported cached
+tokens leave it unknown); and adds ``model_call_time`` (the mean wall time of one
+model call) and ``spend_cost`` (dollars across ALL attempts, like ``spend_tokens``).
+Every other metric is v1's, measured the same way.
 
 Per-task observations are kept as columns (:class:`Column`: a float array and an
 absence-code array, in assignment order) so a run of 100,000 tasks is aggregated
@@ -30,18 +41,25 @@ from xaytune.core.errors import EvaluationError
 __all__ = [
     "CATALOG",
     "CATALOG_ID",
+    "CATALOG_IDS",
+    "CATALOG_V2",
+    "CATALOG_V2_ID",
     "EXECUTION_METRICS",
+    "EXECUTION_METRICS_V2",
     "NOT_RECORDED_V1",
     "Column",
     "MetricDefinition",
     "MetricKind",
     "absence_code",
+    "catalog_definitions",
     "metric_definition",
     "run_result",
     "slice_result",
 ]
 
 CATALOG_ID = "xaytune.harness-metrics/v1"
+CATALOG_V2_ID = "xaytune.harness-metrics/v2"
+CATALOG_IDS = (CATALOG_ID, CATALOG_V2_ID)
 
 MetricKind = Literal["outcome", "tokens", "cost", "time", "interaction", "context", "spend"]
 
@@ -124,9 +142,80 @@ CATALOG: tuple[MetricDefinition, ...] = (
     _m("spend_attempts", "spend", "attempts", (), "attempts made, partial ones included"),
 )
 
+_RECORDED_IF_REPORTED: tuple[AbsenceReason, ...] = ("no-attested-result", "not-recorded")
+_V2_CHANGES = {
+    "cached_tokens": _m(
+        "cached_tokens",
+        "tokens",
+        "tokens",
+        _RECORDED_IF_REPORTED,
+        "input tokens the provider served from its prompt cache (a part of input_tokens), "
+        "attested attempt; not-recorded when a call did not report them",
+    ),
+    "reasoning_tokens": _m(
+        "reasoning_tokens",
+        "tokens",
+        "tokens",
+        _RECORDED_IF_REPORTED,
+        "output tokens the provider reported as reasoning (a part of output_tokens), "
+        "attested attempt; not-recorded when a call did not report them",
+    ),
+    "cost": _m(
+        "cost",
+        "cost",
+        "usd",
+        _RECORDED_IF_REPORTED,
+        "dollars of the attested attempt at the declared price table (per call, by its "
+        "prompt tokens' tier); not-recorded without a price table, or when unreported "
+        "cached tokens leave it unknown",
+    ),
+    "end_to_end_time": _m(
+        "end_to_end_time",
+        "time",
+        "s",
+        _EXEC,
+        "wall time of the attested attempt, start to end (monotonic clock)",
+    ),
+}
+_V2_ADDED = {
+    "model_time": _m(
+        "model_call_time",
+        "time",
+        "s",
+        ("no-attested-result", "not-applicable"),
+        "mean wall time of one model call of the attested attempt (failed calls included); "
+        "not-applicable when it made none",
+    ),
+    "spend_tokens": _m(
+        "spend_cost",
+        "spend",
+        "usd",
+        ("spend-unaccounted", "not-recorded"),
+        "dollars across ALL attempts, partial ones included; absent (spend-unaccounted) "
+        "when an attempt was recovered after a crash, not-recorded when a cost is",
+    ),
+}
+
+
+def _v2() -> tuple[MetricDefinition, ...]:
+    definitions: list[MetricDefinition] = []
+    for definition in CATALOG:
+        definitions.append(_V2_CHANGES.get(definition.key, definition))
+        if definition.key in _V2_ADDED:  # placed after the metric it refines
+            definitions.append(_V2_ADDED[definition.key])
+    return tuple(definitions)
+
+
+CATALOG_V2: tuple[MetricDefinition, ...] = _v2()
+
 _BY_KEY = {definition.key: definition for definition in CATALOG}
+_BY_CATALOG = {
+    CATALOG_ID: _BY_KEY,
+    CATALOG_V2_ID: {definition.key: definition for definition in CATALOG_V2},
+}
 # Every metric an outcome evaluator reports besides task_success (not reference-derived).
 EXECUTION_METRICS: tuple[str, ...] = tuple(d.key for d in CATALOG if d.kind != "outcome")
+EXECUTION_METRICS_V2: tuple[str, ...] = tuple(d.key for d in CATALOG_V2 if d.kind != "outcome")
 NOT_RECORDED_V1: tuple[str, ...] = (
     "cached_tokens",
     "reasoning_tokens",
@@ -143,13 +232,29 @@ def absence_code(reason: AbsenceReason) -> int:
     return _CODES[reason]
 
 
-def metric_definition(key: str) -> MetricDefinition:
-    """The catalog entry for ``key``; refused with ``unknown-metric`` otherwise."""
+def _catalog(catalog: str) -> dict[str, MetricDefinition]:
     try:
-        return _BY_KEY[key]
+        return _BY_CATALOG[catalog]
     except KeyError:
         raise EvaluationError(
-            "unknown-metric", f"metric {key!r} is not in catalog {CATALOG_ID}"
+            "unknown-catalog",
+            f"catalog {str(catalog)[:80]!r} is not one of {', '.join(CATALOG_IDS)}",
+        ) from None
+
+
+def catalog_definitions(catalog: str = CATALOG_ID) -> tuple[MetricDefinition, ...]:
+    """Every entry of ``catalog``, in catalog order; ``unknown-catalog`` otherwise."""
+    return tuple(_catalog(catalog).values())
+
+
+def metric_definition(key: str, catalog: str = CATALOG_ID) -> MetricDefinition:
+    """The entry for ``key`` in ``catalog`` (v1 by default); refused with
+    ``unknown-metric`` (or ``unknown-catalog``) otherwise."""
+    try:
+        return _catalog(catalog)[key]
+    except KeyError:
+        raise EvaluationError(
+            "unknown-metric", f"metric {key!r} is not in catalog {catalog}"
         ) from None
 
 
@@ -159,13 +264,15 @@ class Column:
 
     ``values`` is float64 with NaN where absent; ``absences`` is int8 with 0 where a
     value is present, else the reason's code. ``spreads`` (judge metrics) is the
-    per-task sample sd across judge repeats, NaN when unknown.
+    per-task sample sd across judge repeats, NaN when unknown. ``catalog`` is the
+    catalog whose entry (and declared absences) the column follows.
     """
 
     metric: str
     values: np.ndarray
     absences: np.ndarray
     spreads: np.ndarray | None = None
+    catalog: str = CATALOG_ID
 
     def __post_init__(self) -> None:
         present = self.absences == 0
@@ -175,23 +282,29 @@ class Column:
             ~np.isnan(self.values[~present])
         ):
             raise ValueError(f"column {self.metric}: a task is neither a value nor an absence")
-        allowed = {0, *(absence_code(r) for r in metric_definition(self.metric).absences)}
+        definition = metric_definition(self.metric, self.catalog)
+        allowed = {0, *(absence_code(r) for r in definition.absences)}
         found = set(np.unique(self.absences).tolist())
         if not found <= allowed:
             raise ValueError(f"column {self.metric}: absence codes {found - allowed} not declared")
 
     @classmethod
-    def build(cls, metric: str, values: list[float], codes: list[int]) -> Column:
+    def build(
+        cls, metric: str, values: list[float], codes: list[int], catalog: str = CATALOG_ID
+    ) -> Column:
         """A column from per-task Python lists (NaN or anything at absent positions)."""
         absences = np.asarray(codes, dtype=np.int8)
         array = np.asarray(values, dtype=np.float64)
         array[absences != 0] = np.nan
-        return cls(metric, array, absences)
+        return cls(metric, array, absences, catalog=catalog)
 
     @classmethod
-    def absent(cls, metric: str, n: int, reason: AbsenceReason) -> Column:
+    def absent(
+        cls, metric: str, n: int, reason: AbsenceReason, catalog: str = CATALOG_ID
+    ) -> Column:
         """Every task absent for one reason (e.g. ``not-recorded``)."""
-        return cls(metric, np.full(n, np.nan), np.full(n, absence_code(reason), dtype=np.int8))
+        codes = np.full(n, absence_code(reason), dtype=np.int8)
+        return cls(metric, np.full(n, np.nan), codes, catalog=catalog)
 
     def __len__(self) -> int:
         return int(self.values.shape[0])
@@ -260,7 +373,7 @@ def run_result(column: Column) -> MetricResult:
     ``judge_spread`` is the mean per-task spread when the run value exists and every
     task's spread is known (two or more judge repeats); otherwise None (unknown).
     """
-    definition = metric_definition(column.metric)
+    definition = metric_definition(column.metric, column.catalog)
     n = len(column)
     if n == 0:
         raise EvaluationError("empty-run", f"metric {column.metric}: a run has at least one task")
@@ -295,7 +408,7 @@ def slice_result(column: Column, success: Column) -> MetricResult:
     An empty slice (no task succeeded) is absent as not-applicable, one per task.
     A slice member whose observation is absent makes the slice absent.
     """
-    definition = metric_definition(column.metric)
+    definition = metric_definition(column.metric, column.catalog)
     common = {
         "metric": definition.key,
         "unit": definition.unit,

@@ -5,9 +5,13 @@ allowed and records everything. Every model call goes through :meth:`generate` a
 every tool call through :meth:`call_tool`, so the trajectory, the spend and the
 budgets are the runner's:
 
-- ``max_turns`` model turns, ``token_budget`` total tokens, ``tool_call_budget`` tool
-  calls, ``context_window`` (checked before a turn, on the last turn's context),
-  the host's cancel token, and ``tool_timeout_s`` per tool call;
+- ``max_turns`` model turns, ``token_budget`` total tokens, ``cost_budget_usd``
+  dollars at the prices the spec pins (checked after each reply, like the token
+  budget; a reply whose cached tokens were not reported is priced at the dearer of
+  the input and cached prices, so missing detail never lets spend pass the budget),
+  ``tool_call_budget`` tool calls, ``context_window`` (checked before a turn, on the
+  last turn's context), the host's cancel token, and ``tool_timeout_s`` per tool
+  call;
 - once one of them ends the attempt, the context is *stopped*: the call that hit it
   raises :class:`LoopStop`, and so does every later call, without reaching the model
   or a tool. Catching :class:`LoopStop` and returning an answer changes nothing: the
@@ -34,10 +38,12 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import ExecutionError, FingerprintError
+from xaytune.harness.environment import AttemptToolbox, open_environment
 from xaytune.harness.evidence._attempt import AttemptSession
 from xaytune.harness.evidence.store import Outcome, Spend
 from xaytune.harness.spec import AgentExecutionSpec, sampling_identity
@@ -102,10 +108,16 @@ class _Host:
         "cancel",
         "closed",
         "context_tokens",
+        "cost",
+        "cost_budget",
+        "environment",
+        "exchange",
         "final_text",
         "key",
         "lock",
         "model",
+        "opening",
+        "prices",
         "schemas",
         "session",
         "spec",
@@ -128,12 +140,26 @@ class _Host:
         self.spec, self.session, self.spend, self.model = spec, session, spend, model
         self.toolbox, self.authorized, self.cancel = toolbox, authorized, cancel
         self.schemas = toolbox.schemas(spec.tools)
+        # The task's environment, if it names one: a fresh instance for this attempt,
+        # its tools routed by name (xaytune.harness.environment).
+        self.environment = open_environment(spec)
+        if self.environment is not None:
+            self.toolbox = AttemptToolbox(toolbox, self.environment)
+            self.schemas += self.environment.schemas
+        # What a loop opens with; a later user turn continues the conversation (_turns).
+        self.opening = (Message("system", spec.system_message), Message("user", spec.user_message))
+        self.exchange: tuple[tuple[Message, ...], ModelReply] | None = None
         # Sampling keys name the call, not the code: see spec.sampling_identity.
         self.key = (
             f"{sampling_identity(spec.harness)}:{spec.task_id}:{spec.seed}:{spec.replicate}:"
             f"{session.number}"
         )
         self.context_tokens = 0
+        # The dollar budget, exactly: the spend so far priced by the spec's table.
+        self.prices = spec.prices
+        budget = spec.harness.cost_budget_usd
+        self.cost_budget = None if budget is None else Fraction(repr(budget))
+        self.cost = Fraction(0)
         self.stop: Outcome | None = None
         self.final_text: str | None = None
         self.closed = False
@@ -201,12 +227,14 @@ class _Host:
             sampling_key=f"{self.key}:{turn}",
         )
         reply, elapsed = await self._call_model(request, turn)
+        self.exchange = (request.messages, reply)
         usage = reply.usage
         spend.turns += 1
         spend.model_calls += 1
         spend.retries += reply.retries
         spend.input_tokens += usage.input_tokens
         spend.output_tokens += usage.output_tokens
+        spend.add_details(usage.cached_tokens, usage.reasoning_tokens)
         spend.model_time_us += elapsed
         self.context_tokens = usage.input_tokens + usage.output_tokens
         spend.peak_context_tokens = max(spend.peak_context_tokens, self.context_tokens)
@@ -218,7 +246,12 @@ class _Host:
                 "tool_calls": [
                     {"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls
                 ],
-                "usage": {"input": usage.input_tokens, "output": usage.output_tokens},
+                "usage": {
+                    "input": usage.input_tokens,
+                    "output": usage.output_tokens,
+                    "cached": usage.cached_tokens,
+                    "reasoning": usage.reasoning_tokens,
+                },
                 "finish_reason": reply.finish_reason,
                 "retries": reply.retries,
                 "time_us": elapsed,
@@ -231,6 +264,20 @@ class _Host:
                 Outcome(terminal="budget-stop", detail=f"token budget {budget} exceeded"),
                 reply.text,
             )
+        if self.cost_budget is not None:
+            assert self.prices is not None  # the runner refuses a budget without prices
+            self.cost += self.prices.call_cost_bound(
+                usage.input_tokens, usage.cached_tokens, usage.output_tokens
+            )
+            if self.cost > self.cost_budget:
+                raise self.halt(
+                    Outcome(
+                        terminal="budget-stop",
+                        detail=f"cost budget ${harness.cost_budget_usd:g} exceeded "
+                        f"(${float(self.cost):.6g} spent)",
+                    ),
+                    reply.text,
+                )
         return reply
 
     async def _call_model(self, request: ModelRequest, turn: int) -> tuple[ModelReply, int]:
@@ -243,6 +290,7 @@ class _Host:
                 reply = await self.model.complete(request)
             except ModelError as failure:
                 elapsed = int((time.perf_counter() - started) * 1e6)
+                spend.model_errors += 1
                 spend.model_time_us += elapsed
                 spend.retries += failure.retries
                 retry = isinstance(failure, TransientModelError) and retries < harness.model_retries
@@ -329,9 +377,9 @@ class LoopContext:
 
     @property
     def messages(self) -> tuple[Message, ...]:
-        """The opening messages: the compiled system and user messages."""
-        spec = self.__host.spec
-        return (Message("system", spec.system_message), Message("user", spec.user_message))
+        """The opening messages: the compiled system and user messages (in a later user
+        turn of a multi-turn task, the conversation so far and the new user message)."""
+        return self.__host.opening
 
     @property
     def tools(self) -> tuple[ToolSchema, ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xaytune.core.errors import ExecutionError
 from xaytune.harness._templates import render_template, template_fields
+from xaytune.harness.environment import environment_config
 from xaytune.harness.spec import (
     AgentExecutionSpec,
     Harness,
@@ -22,7 +23,16 @@ class HarnessCompiler:
     is not in ``authorized_tools``), ``trajectory-required`` (a task-bound spec
     without trajectory recording), ``task-has-attachments``, ``suite-mismatch``
     (the binding's suite is not ``suite``, or no suite was given),
-    ``task-mismatch`` (the task is not the bound task), ``template-field-missing``.
+    ``task-mismatch`` (the task is not the bound task), ``template-field-missing``,
+    ``cost-budget-unpriced`` (a ``cost_budget_usd`` without the model's ``prices``).
+    A harness with a dollar budget gets a spec that pins the price table
+    (``config["prices"]``): the budget's stops depend on it.
+
+    A task's later user turns, declared tools and environment go into the spec's
+    ``config["task"]`` (``turns``, ``tools``, ``environment``: name, params, code). Its
+    environment is resolved here: ``code-mismatch`` (not the code the suite pins),
+    ``duplicate-tool`` (a declared tool named like a harness tool), and the registry's
+    and the params' refusals (:func:`xaytune.harness.environment.environment_config`).
     """
 
     def __init__(self) -> None:
@@ -73,6 +83,14 @@ class HarnessCompiler:
         config: dict[str, object] = {}
         if context.task_binding is not None:
             config["task"] = self._task_config(harness, context)
+        if harness.cost_budget_usd is not None:
+            if context.prices is None:
+                raise ExecutionError(
+                    "cost-budget-unpriced",
+                    f"harness {harness.name}: cost_budget_usd {harness.cost_budget_usd:g} needs "
+                    "the model's price table (prices), and none was given",
+                )
+            config["prices"] = context.prices.model_dump(mode="json")
         return AgentExecutionSpec(
             harness=harness,
             harness_fingerprint=_harness_fingerprint(harness),
@@ -123,4 +141,15 @@ class HarnessCompiler:
             )
         if suite.task(task.id) != task:
             raise ExecutionError("task-mismatch", f"task {task.id}: differs from the suite's task")
-        return {"binding": binding.model_dump(mode="json"), "input": dict(task.input)}
+        config: dict[str, object] = {
+            "binding": binding.model_dump(mode="json"),
+            "input": dict(task.input),
+        }
+        # An agent benchmark's parts, only when the task has them (a plain task's spec,
+        # and so its fingerprint, is unchanged).
+        if task.turns:
+            config["turns"] = list(task.turns)
+        if task.environment is not None:
+            config["tools"] = [tool.model_dump(mode="json") for tool in task.tools]
+            config["environment"] = environment_config(task, harness.tool_names)
+        return config

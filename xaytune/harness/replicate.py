@@ -16,6 +16,7 @@ from xaytune.harness.spec import (
     HarnessContent,
     TrajectoryRecordingSpec,
 )
+from xaytune.models._prices import ModelPrices
 from xaytune.models._protocol import ModelIdentity
 
 __all__ = ["compile_replicate"]
@@ -32,11 +33,13 @@ def compile_replicate(
     content: HarnessContent | None = None,
     model: ModelIdentity | None = None,
     compiler: HarnessCompiler | None = None,
+    prices: ModelPrices | None = None,
 ) -> list[AgentExecutionSpec]:
     """One task-bound, recording spec per assigned task, in assignment order.
 
     Each task is bound (``bind_task``), compiled under the assignment's seed, and
-    writes its attempts to ``store.task_output(position)``.
+    writes its attempts to ``store.task_output(position)``. ``prices`` is the model's
+    price table (pinned in the specs of a harness with a dollar budget).
     """
     compiler = compiler or HarnessCompiler()
     content = content or HarnessContent()
@@ -56,6 +59,7 @@ def compile_replicate(
             task_binding=binding,
             suite=suite,
             model=model,
+            prices=prices,
         )
         specs.append(compiler.compile(harness, context))
     return specs

@@ -3,10 +3,15 @@
 The loop (``xaytune.harness.loops``; ``tool-loop`` by default) decides what to ask;
 every model and tool call it makes goes through its :class:`LoopContext`, which
 records the trajectory and enforces the budgets, so the evidence is the runner's.
+A task with later user turns runs the loop once per turn (``xaytune.harness._turns``);
+a task with an environment gets a fresh one per attempt, and its answer is the record
+of the calls made to it (``xaytune.harness.environment``).
 
 Terminal outcomes (sealed ``complete``): ``answer`` (the loop returned its final
-text), ``budget-stop`` (turns, tokens or tool calls), ``context-overflow``,
-``model-error``, ``cancelled`` (the host's cancel token). No outcome (sealed
+text), ``budget-stop`` (turns, tokens, dollars or tool calls), ``context-overflow``,
+``model-error``, ``cancelled`` (the host's cancel token). The spend records the
+attempt's end-to-end wall time (monotonic clock, from the loop's start to its end,
+before sealing). No outcome (sealed
 ``partial``, spend kept): an interruption (``asyncio.CancelledError``,
 KeyboardInterrupt, SIGTERM via the app), a model unreachable through every retry
 (``model-unavailable``: a resume runs the task again), or a crash (the loop raised
@@ -20,19 +25,28 @@ an interruption is never retried.
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xaytune.core.canonical import canonical_bytes
-from xaytune.core.errors import ExecutionError
+from xaytune.core.canonical import canonical_bytes, sha256_digest
+from xaytune.core.errors import EvidenceError, ExecutionError
 from xaytune.harness._answer import extract_answer
-from xaytune.harness._loop_context import LoopAbandoned, LoopContext, LoopStop, _Host
+from xaytune.harness._loop_context import LoopAbandoned, LoopStop, _Host
+from xaytune.harness._turns import run_turns
 from xaytune.harness.evidence._attempt import AttemptSession, recover_open_attempt
 from xaytune.harness.evidence._commit import GroupCommit
-from xaytune.harness.evidence.attempt_file import split_attempt
+from xaytune.harness.evidence.attempt_file import attempt_name, split_attempt
+from xaytune.harness.evidence.journal import (
+    SealJournal,
+    check_journaled,
+    journal_path,
+    missing_seal,
+)
 from xaytune.harness.evidence.store import (
     AttemptRecord,
     AttemptSeal,
@@ -92,6 +106,24 @@ _SEALING: ContextVar[list[asyncio.Future[None]] | None] = ContextVar(
 )
 
 
+# Set by run_many: the seal journal of each store its attempts write to, opened once.
+_JOURNALS: ContextVar[dict[str, SealJournal] | None] = ContextVar("xaytune_journals", default=None)
+
+
+def _journal_of(spec: AgentExecutionSpec) -> SealJournal | None:
+    """The journal of the store a task-bound spec writes to (None for other specs)."""
+    if spec.output_uri is None or spec.binding is None:
+        return None
+    path = journal_path(spec.output_uri)
+    journals = _JOURNALS.get()
+    if journals is None:
+        return SealJournal(path)
+    journal = journals.get(path)
+    if journal is None:
+        journal = journals[path] = SealJournal(path)
+    return journal
+
+
 class HarnessRunner:
     """Runs execution specs against a model with a toolbox.
 
@@ -99,10 +131,11 @@ class HarnessRunner:
     ``"none"`` skips fsync (explicitly faster, for throwaway runs).
     """
 
-    def __init__(self, *, durability: str = "fsync") -> None:
+    def __init__(self, *, durability: str = "fsync", intent: str | None = None) -> None:
         if durability not in ("fsync", "none"):
             raise ExecutionError("bad-durability", f"durability {durability!r}: fsync or none")
         self.durability = durability
+        self.intent = intent  # the run's intent digest, carried by every attempt record
         self._identities: dict[int, tuple[object, dict[str, Any], bytes]] = {}
         self._loops: dict[int, tuple[Harness, ResolvedLoop]] = {}
 
@@ -193,7 +226,7 @@ class HarnessRunner:
         semaphore = asyncio.Semaphore(concurrency)
 
         async def one(spec: AgentExecutionSpec) -> TaskRun:
-            if resume and self._prepare_resume(spec):
+            if resume and self._prepare_resume(spec, _journal_of(spec)):
                 return TaskRun(spec=spec, attempts=(), skipped=True)
             sealing: list[asyncio.Future[None]] = []
             _SEALING.set(sealing)  # this task's own context
@@ -209,10 +242,12 @@ class HarnessRunner:
 
         committer = GroupCommit() if self.durability == "fsync" else None
         token = _GROUP_COMMIT.set(committer)
+        journals = _JOURNALS.set({})
         try:
             tasks = [asyncio.ensure_future(one(spec)) for spec in specs]
         finally:
             _GROUP_COMMIT.reset(token)
+            _JOURNALS.reset(journals)
         try:
             return list(await asyncio.gather(*tasks))
         except BaseException:
@@ -262,22 +297,51 @@ class HarnessRunner:
             raise ExecutionError(
                 "output-required", f"task {spec.task_id}: a task-bound spec needs output_uri"
             )
+        if spec.harness.cost_budget_usd is not None and spec.config.get("prices") is None:
+            raise ExecutionError(
+                "cost-budget-unpriced",
+                f"task {spec.task_id}: harness {spec.harness.name} has a cost_budget_usd but "
+                "its spec pins no price table (compile it with the model's prices)",
+            )
 
     @staticmethod
-    def _prepare_resume(spec: AgentExecutionSpec) -> bool:
-        """Recover open attempts; True when a complete attempt of this spec exists."""
-        if spec.output_uri is None or spec.binding is None:
+    def _prepare_resume(spec: AgentExecutionSpec, journal: SealJournal | None) -> bool:
+        """Recover open attempts; True when a complete attempt of this spec exists.
+
+        Every sealed attempt must be one the store's journal committed; an open one
+        is sealed with its committed seal or, never committed, recovered partial.
+        """
+        if spec.output_uri is None or spec.binding is None or journal is None:
             return False
         position = spec.binding.position
         attested = False
-        for number, path in attempt_paths(spec.output_uri):
+        listing = attempt_paths(spec.output_uri)
+        gone = journal.numbers.get(position, set()) - {number for number, _ in listing}
+        if gone:  # committed, and its file is gone: never run again in its place
+            number = min(gone)
+            path = os.path.join(spec.output_uri, attempt_name(number))
+            raise missing_seal(path, spec.task_id, number, journal.committed[(position, number)])
+        for number, path in listing:
             attempt = StoredAttempt(position, number, Path(path))
             data = attempt.read()  # once: recovery appends to these very bytes
-            if remove_empty_claim(attempt, data):  # a claim killed before its record
-                continue
-            layout = split_attempt(data, path)
-            if not layout.sealed:
-                data = recover_open_attempt(attempt, data=data)
+            listed = journal.committed.get((position, number))
+            if listed is None and remove_empty_claim(attempt, data):
+                continue  # a claim killed before its record
+            try:
+                layout = split_attempt(data, path)
+            except EvidenceError:  # committed, yet not even its record is there
+                raise missing_seal(path, spec.task_id, number, str(listed)) from None
+            if layout.sealed:
+                check_journaled(
+                    journal.committed,
+                    position=position,
+                    number=number,
+                    seal_digest=sha256_digest(data[layout.events_end :]),
+                    where=path,
+                    task=spec.task_id,
+                )
+            else:
+                data = recover_open_attempt(attempt, data=data, journal=journal)
                 layout = split_attempt(data, path)
             seal = AttemptSeal.model_validate_json(data[layout.events_end :])
             record = AttemptRecord.model_validate_json(data[layout.spec_end : layout.record_end])
@@ -302,13 +366,19 @@ class HarnessRunner:
         durable = self.durability == "fsync"
         # Under a group commit the batch's syncs make each attempt durable; alone, each
         # attempt fsyncs its own files.
-        session = AttemptSession(spec, durable=durable and committer is None)
+        session = AttemptSession(
+            spec,
+            durable=durable and committer is None,
+            journal=_journal_of(spec),
+            intent=self.intent,
+        )
         session.open(*self._identity(model))
         spend = Spend()
         outcome: Outcome | None = None
         final_text: str | None = None
         error: str | None = None
         interrupted: BaseException | None = None
+        started = time.perf_counter()  # end-to-end wall time, on a monotonic clock
         try:
             outcome, final_text = await self._loop(
                 spec, session, spend, model, toolbox, authorized, cancel
@@ -319,9 +389,12 @@ class HarnessRunner:
         except Exception as crash:  # a crash: no outcome, the spend so far is kept
             error = f"{type(crash).__name__}: {crash}"
             session.event("crashed", {"error": error})
+        spend.wall_time_us = int((time.perf_counter() - started) * 1e6)
         try:
             if interrupted is not None or committer is None:
-                # An interrupted attempt seals partial at once, without awaiting anything.
+                # An interrupted attempt seals partial at once, without awaiting anything
+                # (durably on its own: no group commit will sync it).
+                session.durable = durable
                 seal_digest = session.seal(outcome=outcome, spend=spend)
             else:
                 pending = session.prepare_seal(outcome=outcome, spend=spend)
@@ -377,7 +450,7 @@ class HarnessRunner:
         text: object = None
         try:
             try:
-                text = await loop.run(LoopContext(host))
+                text = await run_turns(loop.run, host)  # once per user turn of the task
             except (LoopStop, LoopAbandoned):
                 pass
             except Exception:
@@ -403,6 +476,8 @@ class HarnessRunner:
                 "not text or None",
             )
         answer = extract_answer(spec.harness.answer, text)
+        if host.environment is not None:  # an environment task's answer: what the agent did
+            answer = host.environment.answer(answer)
         return Outcome(terminal="answer", answer=answer), text
 
     def _resolved_loop(self, harness: Harness) -> ResolvedLoop:

@@ -6,7 +6,15 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from xaytune.core import limits
 from xaytune.core._frozen import share_fields_set
@@ -16,6 +24,7 @@ from xaytune.core.domain.benchmark import BenchmarkSuite, Task
 from xaytune.core.errors import ExecutionError
 from xaytune.core.harness_evaluation import TaskBinding
 from xaytune.harness._answer import AnswerExtraction
+from xaytune.models._prices import ModelPrices
 from xaytune.models._protocol import ModelIdentity
 from xaytune.plugins import CodeIdentity, PartRef
 
@@ -31,6 +40,8 @@ __all__ = [
 
 SPEC_SCHEMA = "xaytune.agent-execution-spec/v1"
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+# A budget of a billion dollars per attempt is a typo, not a plan.
+_MAX_COST_BUDGET_USD = 1e9
 
 
 class Harness(BaseModel):
@@ -38,7 +49,11 @@ class Harness(BaseModel):
 
     Instructions are templates over the task input (``{question}``) and the
     harness content (``{content.NAME}``). Budgets: ``max_turns`` model turns,
-    ``token_budget`` total tokens across turns, ``tool_call_budget`` tool calls.
+    ``token_budget`` total tokens across turns, ``tool_call_budget`` tool calls,
+    ``cost_budget_usd`` dollars at the model's declared prices (the spec then pins
+    the price table; see :meth:`ModelPrices.call_cost_bound` for unreported cached
+    tokens). ``cost_budget_usd`` is left out of the declaration when unset, so a
+    harness without it keeps the fingerprint it had before the field existed.
     ``context_window`` stops the loop before a turn whose context would exceed it.
     ``model_retries`` transient model failures are retried per turn;
     ``attempts_per_task`` attempts are made for a task whose attempt ends without
@@ -62,6 +77,7 @@ class Harness(BaseModel):
     max_turns: int = Field(default=8, ge=1, le=limits.MAX_TURNS)
     token_budget: int | None = Field(default=None, ge=1, le=limits.MAX_TOKEN_BUDGET)
     tool_call_budget: int | None = Field(default=None, ge=0, le=limits.MAX_TOOL_CALL_BUDGET)
+    cost_budget_usd: float | None = Field(default=None, gt=0, le=_MAX_COST_BUDGET_USD)
     context_window: int | None = Field(default=None, ge=1, le=limits.MAX_CONTEXT_WINDOW)
     max_output_tokens: int | None = Field(default=None, ge=1, le=limits.MAX_CONTEXT_WINDOW)
     model_retries: int = Field(default=2, ge=0, le=limits.MAX_RETRIES)
@@ -85,6 +101,13 @@ class Harness(BaseModel):
             if len(set(names)) != len(names):
                 raise ValueError(f"harness {self.name}: two tools are named alike ({names})")
         return self
+
+    @model_serializer(mode="wrap")
+    def _declaration(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        plain = handler(self)
+        if plain.get("cost_budget_usd", 0) is None:
+            del plain["cost_budget_usd"]  # unset: the declaration (and fingerprint) as before
+        return plain
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -159,7 +182,9 @@ class HarnessCompilationContext:
 
     Without ``task_binding`` the result is the plain agent spec. With it the spec is
     task-bound: ``config["task"]`` carries the binding and input, ``trajectory`` is
-    mandatory, and ``suite`` must be the binding's suite.
+    mandatory, and ``suite`` must be the binding's suite. ``prices`` is the model's
+    price table: a harness with a ``cost_budget_usd`` needs it, and its spec pins it
+    (``config["prices"]``).
     """
 
     task: Task | None = None
@@ -172,6 +197,7 @@ class HarnessCompilationContext:
     task_binding: TaskBinding | None = None
     suite: BenchmarkSuite | None = None
     model: ModelIdentity | None = None
+    prices: ModelPrices | None = None
 
 
 def _harness_fingerprint(harness: Harness, plain: dict[str, Any] | None = None) -> str:
@@ -260,6 +286,8 @@ class AgentExecutionSpec(BaseModel):
         task = self.config.get("task")
         if task is not None:
             TaskBinding.model_validate(task["binding"])  # refused here if it is not one
+        if self.config.get("prices") is not None:
+            ModelPrices.model_validate(self.config["prices"])  # likewise
         share_fields_set(self)
 
     @property
@@ -288,3 +316,9 @@ class AgentExecutionSpec(BaseModel):
     def task_id(self) -> str | None:
         task = self.config.get("task")
         return None if task is None else task["binding"]["task_id"]
+
+    @property
+    def prices(self) -> ModelPrices | None:
+        """The price table the spec pins (for its dollar budget), if any."""
+        prices = self.config.get("prices")
+        return None if prices is None else ModelPrices.model_validate(prices)

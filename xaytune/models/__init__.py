@@ -1,5 +1,7 @@
-"""Models: the async protocol, a deterministic simulator and an OpenAI-compatible client."""
+"""Models: the async protocol, a deterministic simulator, an OpenAI-compatible client
+and price tables."""
 
+from xaytune.models._prices import ModelPrices, PriceTier
 from xaytune.models._protocol import (
     ContextOverflowError,
     FinishReason,
@@ -25,9 +27,11 @@ __all__ = [
     "Model",
     "ModelError",
     "ModelIdentity",
+    "ModelPrices",
     "ModelReply",
     "ModelRequest",
     "OpenAICompatibleModel",
+    "PriceTier",
     "Role",
     "SimulatedModel",
     "ToolCall",

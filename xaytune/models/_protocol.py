@@ -75,10 +75,18 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token usage reported for one model call."""
+    """Token usage reported for one model call.
+
+    ``cached_tokens`` (a part of ``input_tokens``: prompt tokens served from the
+    provider's prompt cache) and ``reasoning_tokens`` (a part of ``output_tokens``:
+    hidden reasoning) are None when the provider did not report them: unknown, never
+    zero.
+    """
 
     input_tokens: int
     output_tokens: int
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     @property
     def total_tokens(self) -> int:

@@ -6,7 +6,8 @@ retried here with capped exponential backoff, honouring ``Retry-After``; every r
 is counted, and exhaustion raises :class:`TransientModelError` so the harness's own
 retry policy decides what happens next. Everything else is a terminal
 :class:`ModelError` with a stable reason. Spend is never silently zero: a reply
-without token usage is refused (``usage-missing``).
+without token usage is refused (``usage-missing``); cached and reasoning tokens are
+read when the reply gives them and None otherwise (:mod:`xaytune.models._usage`).
 
 A reply is read within :mod:`xaytune.core.limits` before it is parsed: a body over
 ``MAX_MODEL_REPLY_BYTES`` (read in chunks, never whole), nested deeper than
@@ -46,6 +47,7 @@ from xaytune.models._protocol import (
     TransientModelError,
     Usage,
 )
+from xaytune.models._usage import MalformedUsage, usage_details
 
 __all__ = ["OpenAICompatibleModel"]
 
@@ -383,6 +385,10 @@ class OpenAICompatibleModel:
             _is_token_count(usage["prompt_tokens"]) and _is_token_count(usage["completion_tokens"])
         ):
             raise self._malformed("out-of-range: the reply's token usage is beyond 2^53", retries)
+        try:
+            cached, reasoning = usage_details(data)
+        except MalformedUsage as problem:
+            raise self._malformed(str(problem), retries) from None
         message = choices[0].get("message") or {}
         if not isinstance(message, dict):
             raise self._malformed("the reply's message is not an object", retries)
@@ -405,7 +411,10 @@ class OpenAICompatibleModel:
             text=content,
             tool_calls=calls,
             usage=Usage(
-                input_tokens=usage["prompt_tokens"], output_tokens=usage["completion_tokens"]
+                input_tokens=usage["prompt_tokens"],
+                output_tokens=usage["completion_tokens"],
+                cached_tokens=cached,
+                reasoning_tokens=reasoning,
             ),
             finish_reason=finish,
             retries=retries,

@@ -148,6 +148,14 @@ class SimulatedModel:
     tool-call arguments and tool schema JSON; output over text and call arguments.
     A reply above ``request.max_output_tokens`` is cut with finish reason ``length``.
     ``latency_s`` sleeps per call; with 0 the call never yields to the event loop.
+
+    Usage details (cached and reasoning tokens) are not reported, like a provider
+    that does not report them, unless ``usage_details``: then the simulator plays a
+    provider with a prefix cache and reports as cached the whole tokens
+    (floor(characters / 4)) of what the conversation's previous call sent (the tool
+    schemas and every message before the last assistant message; 0 on a first call),
+    and 0 reasoning tokens (it reasons in no hidden tokens). Its replies are the same
+    either way; ``usage_details`` enters the identity only when on.
     """
 
     def __init__(
@@ -160,6 +168,7 @@ class SimulatedModel:
         mental_error_base: float = 0.08,
         judge_noise_rate: float = 0.2,
         judge_malformed_rate: float = 0.0,
+        usage_details: bool = False,
     ) -> None:
         if not isinstance(seed, int) or isinstance(seed, bool) or abs(seed) > MAX_SAFE_INTEGER:
             # The seed is in the identity, which is fingerprinted: an integer within 2^53.
@@ -195,7 +204,13 @@ class SimulatedModel:
                 "model-config",
                 f"simulated model context_window {limits.quote(context_window)} is not an integer",
             )
+        if not isinstance(usage_details, bool):
+            raise ConfigError(
+                "model-config",
+                f"simulated model usage_details {limits.quote(usage_details)} is not a boolean",
+            )
         self._seed = seed
+        self._usage_details = usage_details
         self._latency_s = float(latency_s)
         self._transient_error_rate = float(transient_error_rate)
         self._context_window = context_window
@@ -213,6 +228,8 @@ class SimulatedModel:
                 "latency_s": self._latency_s,
                 "context_window": context_window,
                 **{name: float(rate) for name, rate in rates.items()},
+                # Only when on: identities pinned before the option existed stay valid.
+                **({"usage_details": True} if usage_details else {}),
             },
         )
 
@@ -244,10 +261,18 @@ class SimulatedModel:
         limit = request.max_output_tokens
         if limit is not None and output_tokens > limit:
             text, calls, finish, output_tokens = (text or "")[: 4 * limit], (), "length", limit
+        cached = reasoning = None
+        if self._usage_details:
+            cached, reasoning = self._cached_tokens(request), 0
         return ModelReply(
             text=text,
             tool_calls=calls,
-            usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
+            usage=Usage(
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                cached_tokens=cached,
+                reasoning_tokens=reasoning,
+            ),
             finish_reason=finish,
         )
 
@@ -258,25 +283,37 @@ class SimulatedModel:
             chars += len(message.content or "")
             for call in message.tool_calls:
                 chars += len(call.arguments)
-        if request.tools:
-            cached_tools, cached_chars = self._schema_cache
-            if cached_tools is not request.tools:
-                cached_chars = sum(
-                    len(
-                        json.dumps(
-                            {
-                                "name": t.name,
-                                "description": t.description,
-                                "parameters": t.parameters,
-                            },
-                            sort_keys=True,
-                        )
+        return max(1, -(-(chars + self._schema_chars(request.tools)) // 4))
+
+    def _schema_chars(self, tools: tuple[ToolSchema, ...]) -> int:
+        """Characters of the tool schemas' JSON (remembered for the last tuple seen)."""
+        if not tools:
+            return 0
+        cached_tools, cached_chars = self._schema_cache
+        if cached_tools is not tools:
+            cached_chars = sum(
+                len(
+                    json.dumps(
+                        {"name": t.name, "description": t.description, "parameters": t.parameters},
+                        sort_keys=True,
                     )
-                    for t in request.tools
                 )
-                self._schema_cache = (request.tools, cached_chars)
-            chars += cached_chars
-        return max(1, -(-chars // 4))
+                for t in tools
+            )
+            self._schema_cache = (tools, cached_chars)
+        return cached_chars
+
+    def _cached_tokens(self, request: ModelRequest) -> int:
+        """Whole tokens of the previous call's request: the tool schemas and the
+        messages before the last assistant message (0 when there is none)."""
+        last = max((i for i, m in enumerate(request.messages) if m.role == "assistant"), default=-1)
+        if last < 0:
+            return 0
+        chars = sum(
+            len(message.content or "") + sum(len(call.arguments) for call in message.tool_calls)
+            for message in request.messages[:last]
+        )
+        return (chars + self._schema_chars(request.tools)) // 4
 
     def _key(self, request: ModelRequest) -> bytes:
         """sha256 over (seed, sampling key, length-prefixed message content)."""

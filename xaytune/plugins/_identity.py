@@ -27,7 +27,7 @@ from xaytune.core.errors import PluginError
 
 __all__ = ["CodeIdentity", "PartKind", "code_identity", "target_path"]
 
-PartKind = Literal["tool", "loop", "scorer", "model"]
+PartKind = Literal["tool", "loop", "scorer", "model", "environment"]
 
 
 class CodeIdentity(BaseModel):

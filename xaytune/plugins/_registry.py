@@ -1,11 +1,12 @@
-"""One registry for every extension point: tools, agent loops, scorers, model adapters.
+"""One registry for every extension point: tools, agent loops, scorers, model adapters,
+environments.
 
 A part is named in config by a *reference*: a short name or a dotted path
 (``my_pkg.tools.convert`` or ``my_pkg.tools:convert``). A short name is looked up,
 in this order, among the parts registered in this process (the decorators below),
 the built-ins (imported only when named), and the installed packages' entry points
 (``[project.entry-points."xaytune.tools"]``, ``xaytune.loops``, ``xaytune.scorers``,
-``xaytune.models``). A reference with a dot is imported.
+``xaytune.models``, ``xaytune.environments``). A reference with a dot is imported.
 
 Refusals (:class:`PluginError`): ``unknown-part`` (no such name or path),
 ``import-failed`` (the user's module raised while importing), ``duplicate-part`` (a
@@ -28,6 +29,7 @@ from xaytune.plugins._identity import PartKind
 __all__ = [
     "BUILTINS",
     "ENTRY_POINT_GROUPS",
+    "environment",
     "import_target",
     "lookup",
     "loop",
@@ -42,6 +44,7 @@ ENTRY_POINT_GROUPS: dict[PartKind, str] = {
     "loop": "xaytune.loops",
     "scorer": "xaytune.scorers",
     "model": "xaytune.models",
+    "environment": "xaytune.environments",
 }
 
 # Built-in parts by name -> where they live (imported only when named: the registry
@@ -65,8 +68,16 @@ BUILTINS: dict[PartKind, dict[str, str]] = {
             "f1",
             "json",
         )
+    }
+    | {  # BFCL's checkers (the [bfcl] extra; their module imports the BFCL classes)
+        "bfcl-multi-turn": "xaytune.evaluation.scorers.bfcl_multi_turn:bfcl_multi_turn",
+        "bfcl-ast": "xaytune.evaluation.scorers.bfcl_ast:bfcl_ast",
     },
-    "model": {},
+    "model": {"scripted": "xaytune.models.scripted:ScriptedModel"},
+    "environment": {
+        "bfcl-multi-turn": "xaytune.suites.bfcl._environment:BfclMultiTurnEnvironment",
+        "bfcl-functions": "xaytune.suites.bfcl._environment:BfclFunctionsEnvironment",
+    },
 }
 
 _REGISTERED: dict[tuple[PartKind, str], object] = {}
@@ -122,6 +133,7 @@ tool = _decorator("tool")
 loop = _decorator("loop")
 scorer = _decorator("scorer")
 model_adapter = _decorator("model")
+environment = _decorator("environment")
 
 
 def import_target(path: str, *, where: str) -> object:

@@ -1,11 +1,19 @@
 """``python -m xaytune.suites``: build or verify a pinned suite.
 
     python -m xaytune.suites build tasks.jsonl --name my-suite --version 1 --out suites/my-suite
+    python -m xaytune.suites build qa.csv --input-fields question,context \
+        --answer-field answer --name my-qa --version 1 --out suites/my-qa
     python -m xaytune.suites verify suites/my-suite
     python -m xaytune.suites generate-arith-tools --out xaytune/suites/data/arith-tools
+    python -m xaytune.suites bfcl          # build (once) and verify the BFCL suites
 
-Each line of the input JSONL is ``{"id", "input", "answer", "attachments"?, "metadata"?}``;
-answers go to the held-out reference file only. Errors are one line, exit code 2.
+The source is JSONL, a JSON array, CSV or Parquet (by extension, or ``--format``). A
+row ``{"id", "input", "answer", "attachments"?, "metadata"?}`` is a task as it is; any
+other row is mapped: ``--id-field`` (default ``id``; none: rows are numbered
+``row-1``, ...), ``--input-fields`` (default: every other field), ``--answer-field``
+(default ``answer``), ``--template "Q: {question} C: {context}"`` (the input becomes
+``{"question": <text>}``). Answers go to the held-out reference file only. Errors are
+one line naming the file and row, exit code 2.
 
 The source is read within the limits of ``xaytune.core.limits`` (the README's
 "Limits" table): a line over ``MAX_SUITE_LINE_BYTES``, a file over
@@ -21,9 +29,11 @@ import sys
 from typing import TextIO
 
 from xaytune.core.domain.benchmark import SuiteSource
-from xaytune.core.errors import XaytuneError
+from xaytune.core.errors import SuiteError, XaytuneError
 from xaytune.suites._arith_generator import generate_arith_tools
-from xaytune.suites._build import build_suite, build_suite_from_jsonl
+from xaytune.suites._build import build_suite, build_suite_from_file
+from xaytune.suites._mapping import FieldMapping
+from xaytune.suites._readers import FORMATS
 
 
 def build_arith_tools(out: str) -> SuiteSource:
@@ -39,27 +49,54 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    build = commands.add_parser("build", help="pin a JSONL of tasks with answers as a suite")
-    build.add_argument("source", help="JSONL: one task a line, with its answer")
+    build = commands.add_parser(
+        "build", help="pin a JSONL, JSON array, CSV or Parquet file of tasks with answers"
+    )
+    build.add_argument("source", help="one task a row, with its answer")
     build.add_argument("--name", required=True)
     build.add_argument("--version", required=True)
     build.add_argument("--out", required=True, help="new directory for the pinned suite")
+    build.add_argument("--format", choices=FORMATS, help="default: from the extension")
+    build.add_argument("--id-field", help="the field holding each task's id (default: id)")
+    build.add_argument(
+        "--input-fields", help="comma-separated fields that make the input (default: all)"
+    )
+    build.add_argument("--answer-field", default="answer", help="default: answer")
+    build.add_argument("--template", help='e.g. "Q: {question} C: {context}"')
     arith = commands.add_parser(
         "generate-arith-tools", help="regenerate the built-in arith-tools suite (deterministic)"
     )
     arith.add_argument("--out", required=True, help="new directory for the suite")
     verify = commands.add_parser("verify", help="verify a suite directory's digests")
     verify.add_argument("path")
+    commands.add_parser(
+        "bfcl", help="build the BFCL suites from the installed wheel (once) and verify them"
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
-            source = build_suite_from_jsonl(
-                args.source, args.out, name=args.name, version=args.version
+            source = build_suite_from_file(
+                args.source,
+                args.out,
+                name=args.name,
+                version=args.version,
+                fmt=args.format,
+                mapping=_mapping(args),
             )
             _say(
                 f"pinned {source.suite.name} {source.suite.version}: "
                 f"{len(source.suite.tasks)} tasks, digest {source.digest} -> {args.out}"
             )
+        elif args.command == "bfcl":
+            from xaytune.suites.bfcl import BFCL_SUITES, bfcl_suite_path
+
+            for name in BFCL_SUITES:
+                source = SuiteSource(bfcl_suite_path(name))
+                source.reference_strings()
+                _say(
+                    f"ok {name} {source.suite.version}: {len(source.suite.tasks)} tasks, "
+                    f"digest {source.digest} ({source.path})"
+                )
         elif args.command == "generate-arith-tools":
             source = build_arith_tools(args.out)
             _say(f"pinned arith-tools: {len(source.suite.tasks)} tasks, digest {source.digest}")
@@ -74,6 +111,20 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"error: {error}", sys.stderr)
         return 2
     return 0
+
+
+def _mapping(args: argparse.Namespace) -> FieldMapping:
+    fields = None
+    if args.input_fields is not None:
+        fields = tuple(field.strip() for field in args.input_fields.split(","))
+        if not all(fields):
+            raise SuiteError("bad-record", f"--input-fields {args.input_fields!r}: an empty name")
+    return FieldMapping(
+        id_field=args.id_field,
+        input_fields=fields,
+        answer_field=args.answer_field,
+        template=args.template,
+    )
 
 
 def _say(line: str, stream: TextIO | None = None) -> None:

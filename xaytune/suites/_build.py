@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,6 @@ from xaytune.core.domain.benchmark import (
     SuiteSource,
     Task,
     check_task_input,
-    load_jsonl_objects,
     suite_digest,
 )
 from xaytune.core.errors import FingerprintError, SuiteError
@@ -33,11 +32,14 @@ from xaytune.core.limits import (
     clip,
     quote,
 )
+from xaytune.suites._environments import pin_environment
+from xaytune.suites._mapping import FieldMapping, map_rows
+from xaytune.suites._readers import detect_format, read_rows
 
-__all__ = ["build_suite", "build_suite_from_jsonl"]
+__all__ = ["build_suite", "build_suite_from_file", "build_suite_from_jsonl"]
 
-_TASK_FIELDS = {"id", "input", "attachments", "metadata"}
 _MAX_VERSION_CHARS = 128
+NOTICE_FILE = "NOTICE"
 
 
 def _line(record: dict[str, Any], what: str) -> bytes:
@@ -67,14 +69,6 @@ def _too_many_tasks() -> str:
     return f"more than {limits.MAX_SUITE_TASKS:,} tasks (MAX_SUITE_TASKS)"
 
 
-def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The source's objects, one at a time (a refusal comes before the rest is read)."""
-    try:
-        yield from load_jsonl_objects(path)
-    except OSError as error:
-        raise SuiteError("suite-missing", f"{path}: cannot read ({error.strerror})") from None
-
-
 def _first_problem(error: ValidationError) -> str:
     first = error.errors()[0]
     loc = ".".join(str(p) for p in first["loc"]) or "record"
@@ -89,15 +83,22 @@ def build_suite(
     tasks: Sequence[dict[str, Any]],
     references: Sequence[dict[str, Any]],
     where: str = "tasks",
+    notice: str | None = None,
 ) -> SuiteSource:
     """Validate ``tasks`` and ``references`` and write a pinned suite to ``out_dir``.
 
     Refuses: an invalid suite name, an empty suite, a duplicate or invalid task id, a
     task without a reference or a reference without a task, and an existing
-    ``out_dir``; and, as a loader would (:mod:`xaytune.core.limits`), a record nested
-    too deeply (``too-deep``), a line too long (``too-large``), an input larger than
+    ``out_dir``; a task's environment that cannot be pinned
+    (:mod:`xaytune.suites._environments`: its code identity is written into the task);
+    and, as a loader would (:mod:`xaytune.core.limits`), a record nested too deeply
+    (``too-deep``), a line too long (``too-large``), an input larger than
     ``MAX_TASK_INPUT_BYTES`` (``too-large``, naming the task). The directory appears
     whole or not at all (written aside, renamed).
+
+    ``notice`` (the license and attribution of the data, for a suite built from a
+    third party's files) is written beside them as ``NOTICE``; it is not one of the
+    pinned files (the task metadata names the source).
     """
     out = Path(out_dir)
     if not is_valid_id(name):
@@ -138,6 +139,7 @@ def build_suite(
         if task.id in seen:
             raise SuiteError("duplicate-task", f"{where}: task id {task.id!r} appears twice")
         seen.add(task.id)
+        record = pin_environment(record, task, where=where)
         task_lines.append(_line(record, f"{where}: task {task.id!r}"))
         check_task_input(task, where=where)
     answered: set[str] = set()
@@ -179,7 +181,10 @@ def build_suite(
     except OSError as error:
         raise SuiteError("write-failed", f"{out}: cannot write ({error.strerror})") from None
     try:
-        for file, data in {**files, MANIFEST_FILE: canonical_bytes(manifest) + b"\n"}.items():
+        written = {**files, MANIFEST_FILE: canonical_bytes(manifest) + b"\n"}
+        if notice is not None:
+            written[NOTICE_FILE] = notice.encode()
+        for file, data in written.items():
             with open(staging / file, "wb") as handle:
                 handle.write(data)
                 handle.flush()
@@ -193,38 +198,41 @@ def build_suite(
     return SuiteSource(out)
 
 
+def build_suite_from_file(
+    source: str | Path,
+    out_dir: str | Path,
+    *,
+    name: str,
+    version: str,
+    fmt: str | None = None,
+    mapping: FieldMapping | None = None,
+) -> SuiteSource:
+    """Build a suite from a JSONL, JSON array, CSV or Parquet file of tasks with answers.
+
+    ``fmt`` is one of ``jsonl``, ``json``, ``csv``, ``parquet`` (default: from the
+    extension); ``mapping`` says which fields make a task (default: a row with an
+    ``input`` object is a task record, any other row maps every field but ``id`` and
+    ``answer`` to the input). Readers and refusals: :mod:`xaytune.suites._readers`;
+    the mapping and its refusals: :mod:`xaytune.suites._mapping`. Answers go to the
+    held-out reference file only.
+    """
+    path = Path(source)
+    mapping = mapping or FieldMapping()
+    mapping.template_fields()  # a bad template is refused before the source is read
+    rows = read_rows(path, detect_format(path, fmt))
+    tasks, references = map_rows(rows, mapping)
+    return build_suite(
+        out_dir, name=name, version=version, tasks=tasks, references=references, where=str(path)
+    )
+
+
 def build_suite_from_jsonl(
     source: str | Path, out_dir: str | Path, *, name: str, version: str
 ) -> SuiteSource:
     """Build a suite from one JSONL whose lines are tasks with an ``answer`` field.
 
     Each line: ``{"id", "input", "answer", "attachments"?, "metadata"?}``; any other
-    field is refused. ``answer`` goes to the held-out reference file only.
+    field is refused. ``answer`` goes to the held-out reference file only. (The same as
+    :func:`build_suite_from_file` on a ``.jsonl`` file, whatever its extension.)
     """
-    path = Path(source)
-    rows = _rows(path)
-    tasks: list[dict[str, Any]] = []
-    references: list[dict[str, Any]] = []
-    for number, row in rows:
-        if len(tasks) == limits.MAX_SUITE_TASKS:
-            raise SuiteError("too-large", f"{path}: line {number}: {_too_many_tasks()}")
-        if "answer" not in row:
-            raise SuiteError(
-                "missing-reference",
-                f"{path}: line {number}: task {quote(row.get('id'))} has no answer",
-            )
-        extra = set(row) - _TASK_FIELDS - {"answer"}
-        if extra:
-            raise SuiteError(
-                "bad-record", f"{path}: line {number}: unknown fields {quote(sorted(extra))}"
-            )
-        answer = row.pop("answer")
-        if not isinstance(answer, str | int) or isinstance(answer, bool):
-            raise SuiteError(
-                "bad-record", f"{path}: line {number}: answer must be a string or an integer"
-            )
-        tasks.append(row)
-        references.append({"id": row.get("id"), "answer": str(answer)})
-    return build_suite(
-        out_dir, name=name, version=version, tasks=tasks, references=references, where=str(path)
-    )
+    return build_suite_from_file(source, out_dir, name=name, version=version, fmt="jsonl")

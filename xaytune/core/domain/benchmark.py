@@ -4,8 +4,11 @@ A suite on disk is a directory with three files:
 
 ``suite.json``        the manifest: schema, name, version, task count, the sha256 of
                       each data file and the suite digest over all of them (C1 cohort)
-``tasks.jsonl``       the public part: one task a line (id, input, attachments, metadata)
-``references.jsonl``  the held-out part: one reference a line (id, answer, ...)
+``tasks.jsonl``       the public part: one task a line (id, input, attachments,
+                      metadata; for an agent benchmark also turns, tools, environment)
+``references.jsonl``  the held-out part: one reference a line (id, answer, ...); the
+                      answer is text, or JSON data for a structured reference (a call
+                      list, an expected state)
 
 :class:`SuiteSource` verifies every digest when it opens a suite and is the only
 reader of references; :class:`BenchmarkSuite` is the public part only.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -51,6 +55,8 @@ __all__ = [
     "SuiteSource",
     "Task",
     "TaskAssignment",
+    "TaskEnvironment",
+    "TaskTool",
     "record_assignment",
 ]
 
@@ -76,8 +82,51 @@ class Attachment(BaseModel):
     sha256: str | None = None
 
 
+# The function-name rule of OpenAI-compatible endpoints (the toolbox's rule too).
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class TaskTool(BaseModel):
+    """A tool a task declares: what the model is offered (its name, description and
+    JSON-schema parameters); the task's environment implements it."""
+
+    model_config = _FROZEN
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _valid(self) -> TaskTool:
+        if not _TOOL_NAME.fullmatch(self.name):
+            raise ValueError(f"tool name {self.name!r} must match [A-Za-z0-9_-]{{1,64}}")
+        if self.parameters.get("type") != "object":
+            raise ValueError(f"tool {self.name!r}: parameters must be an object schema")
+        return self
+
+
+class TaskEnvironment(BaseModel):
+    """The environment that implements a task's tools: its registered name (or dotted
+    path), the params that set its initial state, and its pinned code identity (filled
+    in when the suite is built; see ``xaytune.plugins.resolve_environment``)."""
+
+    model_config = _FROZEN
+
+    name: str = Field(min_length=1)
+    params: dict[str, Any] = {}
+    code: dict[str, str] | None = None
+
+
 class Task(BaseModel):
-    """The public part of one task: what a harness may see."""
+    """The public part of one task: what a harness may see.
+
+    An agent benchmark's task may also have ``turns`` (the user messages that follow
+    the first one, each sent once the agent has finished the one before), ``tools``
+    (offered to the model for this task only) and the ``environment`` implementing
+    them (a fresh instance per attempt). Tools and an environment come together. All
+    three are left out of a task's line when absent, so suites without them keep
+    their digests.
+    """
 
     model_config = _FROZEN
 
@@ -85,11 +134,22 @@ class Task(BaseModel):
     input: dict[str, JsonScalar]
     attachments: tuple[Attachment, ...] = ()
     metadata: dict[str, Any] = {}
+    turns: tuple[str, ...] = ()
+    tools: tuple[TaskTool, ...] = ()
+    environment: TaskEnvironment | None = None
 
     @model_validator(mode="after")
     def _valid_id(self) -> Task:
         if not is_valid_id(self.id):
             raise ValueError(f"task id {self.id!r} is not a valid id")
+        if bool(self.tools) != (self.environment is not None):
+            raise ValueError(
+                f"task {self.id}: tools and an environment come together (tools "
+                f"{len(self.tools)}, environment {'none' if self.environment is None else 'one'})"
+            )
+        names = [tool.name for tool in self.tools]
+        if len(set(names)) != len(names):
+            raise ValueError(f"task {self.id}: a tool is declared twice")
         return self
 
     def model_post_init(self, __context: Any) -> None:
@@ -97,12 +157,24 @@ class Task(BaseModel):
 
 
 class Reference(BaseModel):
-    """The held-out part of one task. Only :class:`SuiteSource` hands these out."""
+    """The held-out part of one task. Only :class:`SuiteSource` hands these out.
+
+    ``answer`` is text, or JSON data for a structured reference (a call list per turn,
+    an expected final state); :attr:`text` is what a scorer is given.
+    """
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
     id: str
-    answer: str
+    answer: str | dict[str, Any] | list[Any]
+
+    @property
+    def text(self) -> str:
+        """The answer as a scorer sees it: the text, or the structured answer as
+        canonical JSON."""
+        if isinstance(self.answer, str):
+            return self.answer
+        return canonical_bytes(self.answer).decode()
 
     def model_post_init(self, __context: Any) -> None:
         share_fields_set(self)
@@ -337,8 +409,9 @@ class SuiteSource:
             ) from None
 
     def reference_strings(self) -> tuple[str, ...]:
-        """Every reference answer: for leakage checks over released material."""
-        return tuple(ref.answer for ref in self._load_references().values())
+        """Every reference answer (a structured one as canonical JSON): for leakage
+        checks over released material."""
+        return tuple(ref.text for ref in self._load_references().values())
 
 
 class SeededSample(BaseModel):

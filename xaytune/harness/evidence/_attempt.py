@@ -16,6 +16,7 @@ from xaytune.harness.evidence._io import durable_dir, write_all, write_file
 from xaytune.harness.evidence._seal import seal_line
 from xaytune.harness.evidence._template import LineTemplate, json_string, placeholder
 from xaytune.harness.evidence.attempt_file import attempt_name, split_attempt
+from xaytune.harness.evidence.journal import SealJournal
 from xaytune.harness.evidence.store import (
     Outcome,
     Spend,
@@ -69,8 +70,13 @@ def attribution_facts(
     replicate: int,
     harness_fingerprint: str,
     spec_fingerprint: str,
+    intent: str | None = None,
 ) -> dict[str, Any]:
-    """A record's attribution: what the writer records and verification expects."""
+    """A record's attribution: what the writer records and verification expects.
+
+    ``intent`` is the digest of the run's intent record (what the run set out to do,
+    written before it ran), or None for an attempt run outside an experiment.
+    """
     return {
         "suite_digest": suite_digest,
         "assignment_digest": assignment_digest,
@@ -80,14 +86,16 @@ def attribution_facts(
         "replicate": replicate,
         "harness_fingerprint": harness_fingerprint,
         "spec_fingerprint": spec_fingerprint,
+        "intent": intent,
     }
 
 
-def attribution_of(spec: AgentExecutionSpec) -> dict[str, Any]:
-    """The attribution a task-bound spec's attempts record."""
+def attribution_of(spec: AgentExecutionSpec, *, intent: str | None = None) -> dict[str, Any]:
+    """The attribution a task-bound spec's attempts record (under ``intent``)."""
     binding = spec.binding
     assert binding is not None
     return attribution_facts(
+        intent=intent,
         suite_digest=binding.suite_digest,
         assignment_digest=binding.assignment_digest,
         task_id=binding.task_id,
@@ -113,7 +121,7 @@ def record_bytes(number: int, attribution: dict[str, Any], model: bytes) -> byte
             canonical_bytes(attribution),
             b',"model":',
             model,
-            b',"schema":"xaytune.attempt/v2","writer":',
+            b',"schema":"xaytune.attempt/v3","writer":',
             _WRITER_JSON,
             b"}\n",
         )
@@ -150,8 +158,10 @@ class RecordTemplate:
         replicate: int,
         harness_fingerprint: str,
         model: bytes,
+        intent: str | None = None,
     ) -> None:
         attribution = attribution_facts(
+            intent=intent,
             suite_digest=suite_digest,
             assignment_digest=assignment_digest,
             seed=seed,
@@ -182,13 +192,32 @@ class RecordTemplate:
 
 @dataclass(frozen=True, slots=True)
 class PendingSeal:
-    """A seal line not yet appended: the attempt is still open."""
+    """A seal line not yet appended: the attempt is still open.
+
+    Committing it lists it in the store's seal journal first, then appends it (see
+    :mod:`xaytune.harness.evidence.journal`); a group commit does the two steps
+    for a whole batch.
+    """
 
     path: str
     line: bytes
     digest: str
+    position: int
+    number: int
+    journal: SealJournal | None
+
+    @property
+    def entry(self) -> tuple[int, int, str]:
+        """What the journal lists for this seal."""
+        return (self.position, self.number, self.digest)
 
     def commit(self, *, durable: bool) -> None:
+        """Journal the seal, then append it (each durable when ``durable``)."""
+        if self.journal is not None:
+            self.journal.append((self.entry,), durable=durable)
+        self.append(durable=durable)
+
+    def append(self, *, durable: bool) -> None:
         """Append the seal line (and make it durable when ``durable``)."""
         write_file(self.path, self.line, durable=durable, append=True)
 
@@ -196,9 +225,18 @@ class PendingSeal:
 class AttemptSession:
     """The live attempt of a task-bound spec (or an in-memory one for unbound specs)."""
 
-    def __init__(self, spec: AgentExecutionSpec, *, durable: bool) -> None:
+    def __init__(
+        self,
+        spec: AgentExecutionSpec,
+        *,
+        durable: bool,
+        journal: SealJournal | None = None,
+        intent: str | None = None,
+    ) -> None:
         self.spec = spec
         self.durable = durable
+        self.journal = journal
+        self.intent = intent
         self.number = 0
         self.path: str | None = None
         self._fd = -1
@@ -220,7 +258,7 @@ class AttemptSession:
                 _check_same_spec(os.path.dirname(path), number, spec_line)
             if model_bytes is None:
                 model_bytes = canonical_bytes(model)
-            raw = record_bytes(number, attribution_of(self.spec), model_bytes)
+            raw = record_bytes(number, attribution_of(self.spec, intent=self.intent), model_bytes)
             write_all(fd, spec_line + raw)
         except BaseException:
             os.close(fd)
@@ -274,7 +312,19 @@ class AttemptSession:
             record_digest=self._record_digest,
             recovered=False,
         )
-        return PendingSeal(path=self.path, line=raw, digest=sha256_digest(raw))
+        binding = self.spec.binding
+        assert binding is not None
+        journal = self.journal
+        if journal is None:
+            journal = SealJournal.of_task(os.path.dirname(self.path))
+        return PendingSeal(
+            path=self.path,
+            line=raw,
+            digest=sha256_digest(raw),
+            position=binding.position,
+            number=self.number,
+            journal=journal,
+        )
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -283,15 +333,22 @@ class AttemptSession:
 
 
 def recover_open_attempt(
-    attempt: StoredAttempt, *, durable: bool = True, data: bytes | None = None
+    attempt: StoredAttempt,
+    *,
+    durable: bool = True,
+    data: bytes | None = None,
+    journal: SealJournal | None = None,
 ) -> bytes:
-    """Seal an open attempt left by a crash as ``partial`` and ``recovered``; return
-    the file's bytes once sealed (``data``: its bytes, when the caller has read them).
+    """Seal an open attempt left by a crash; return the file's bytes once sealed
+    (``data``: its bytes, when the caller has read them).
 
-    Nothing is deleted or rewritten: the spend is what its whole events record (or
-    what its end event says, when it ended but was never sealed: its outcome is then
-    not attested), an unterminated last fragment is kept, terminated, outside the
-    sealed bytes, and the seal says ``recovered: true``.
+    An attempt whose seal the store's journal lists was committed before the crash
+    cut its append short: its end event gives back that very seal, which is appended
+    (its outcome stands). Otherwise it is sealed ``partial`` and ``recovered``,
+    journaled first like any seal. Nothing is deleted or rewritten: the spend is what
+    its whole events record (or what its end event says, when it ended but was never
+    committed: its outcome is then not attested), an unterminated last fragment is
+    kept, terminated, outside the sealed bytes.
     """
     where = str(attempt.path)
     if data is None:
@@ -299,6 +356,8 @@ def recover_open_attempt(
     layout = split_attempt(data, where)
     if layout.sealed:
         raise EvidenceError("not-open", f"{where}: attempt {attempt.name} is sealed")
+    if journal is None:
+        journal = SealJournal.of_task(attempt.path.parent)
     genesis = sha256_digest(data[layout.spec_end : layout.record_end])
     facts = verify_chain(
         data,
@@ -310,12 +369,12 @@ def recover_open_attempt(
     )
     last = facts.last_event
     if last is not None and last.get("type") == "end":
-        # It ended but the crash came before its seal: its outcome was never attested,
-        # so it is sealed partial like any other crash, with the spend it recorded.
+        # It ended but the crash came before its commit: its outcome was never
+        # attested, so it is sealed partial like any other crash.
         spend = Spend(**last["v"]["spend"])
     else:
         spend = _spend_from_events(data[layout.record_end : layout.record_end + facts.bytes])
-    seal = seal_line(
+    recovered = seal_line(
         number=attempt.number,
         status="partial",
         outcome=None,
@@ -326,32 +385,78 @@ def recover_open_attempt(
         record_digest=genesis,
         recovered=True,
     )
-    sealing = (b"\n" if layout.torn else b"") + seal
+    committed = journal.committed.get((attempt.position, attempt.number))
+    if committed is None:
+        journal.append(
+            ((attempt.position, attempt.number, sha256_digest(recovered)),), durable=durable
+        )
+    if committed is None or committed == sha256_digest(recovered):
+        # (the second: a recovery killed between its commit and its append)
+        sealing = (b"\n" if layout.torn else b"") + recovered
+    else:
+        sealing = _committed_seal(attempt, data, layout, facts, genesis, committed)
     write_file(attempt.path, sealing, durable=durable, append=True)
     return data + sealing
 
 
+def _committed_seal(attempt, data, layout, facts, genesis, committed) -> bytes:
+    """The bytes that complete the seal the journal lists for an open attempt, as its
+    end event gives it; ``seal-missing`` when it does not."""
+    last = facts.last_event
+    where = f"{attempt.path}: task position {attempt.position} attempt {attempt.number:03d}"
+    if last is None or last.get("type") != "end":
+        raise EvidenceError(
+            "seal-missing",
+            f"{where}: its seal {committed} was committed but is missing, and its end "
+            "event is gone",
+        )
+    end = last["v"]
+    seal = seal_line(
+        number=attempt.number,
+        status=end["status"],
+        outcome=end["outcome"],
+        spend=end["spend"],
+        events=facts.count,
+        bytes=facts.bytes,
+        head=facts.head,
+        record_digest=genesis,
+        recovered=False,
+    )
+    fragment = data[layout.record_end + facts.bytes :]
+    if sha256_digest(seal) != committed or not seal.startswith(fragment):
+        raise EvidenceError(
+            "seal-missing",
+            f"{where}: its seal {committed} was committed but is missing from the file",
+        )
+    return seal[len(fragment) :]
+
+
 def _spend_from_events(data: bytes) -> Spend:
-    """The spend that whole events record (a crashed attempt's lower bound)."""
+    """The spend that whole events record (a crashed attempt's lower bound; its wall
+    time is the time its recorded calls took, which the host ran one at a time)."""
     spend = Spend()
     for line in data.splitlines():
         event = json.loads(line)
         payload = event["v"]
         if event["type"] == "model_reply":
+            usage = payload["usage"]
             spend.turns += 1
             spend.model_calls += 1
             spend.retries += payload["retries"]
-            spend.input_tokens += payload["usage"]["input"]
-            spend.output_tokens += payload["usage"]["output"]
+            spend.input_tokens += usage["input"]
+            spend.output_tokens += usage["output"]
+            spend.add_details(usage["cached"], usage["reasoning"])
             spend.peak_context_tokens = max(
-                spend.peak_context_tokens, payload["usage"]["input"] + payload["usage"]["output"]
+                spend.peak_context_tokens, usage["input"] + usage["output"]
             )
             spend.model_time_us += payload["time_us"]
         elif event["type"] == "model_error":
+            spend.model_errors += 1
             spend.retries += payload["retries"]
             spend.model_time_us += payload["time_us"]
         elif event["type"] == "tool_result":
             spend.tool_calls += 1
             spend.tool_errors += 0 if payload["ok"] else 1
             spend.tool_time_us += payload["time_us"]
+    spend.wall_time_us = spend.model_time_us + spend.tool_time_us
     return spend

@@ -22,6 +22,7 @@ from xaytune.harness.evidence._rebuild_attempt import (
     refuse,
 )
 from xaytune.harness.evidence._records import AttemptEvidence, EvidenceEntry
+from xaytune.harness.evidence.journal import check_journaled, missing_seal, read_journal
 from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.models._protocol import ModelIdentity
 
@@ -110,15 +111,36 @@ def _rebuild_task(
     task_id: str,
     stored: Sequence[tuple[int, str]],
     expected: Expected,
+    committed: dict[tuple[int, int], str],
+    store: HarnessEvidenceStore,
 ) -> _TaskFacts:
+    if committed.get((position, len(stored) + 1)) is not None or any(
+        (position, n) not in committed for n in range(1, len(stored) + 1)
+    ):
+        _check_listed(position, task_id, stored, committed, store)
     if not stored:
         raise refuse("no-attempts", f"task {task_id} (position {position}): no attempts")
     rebuilt: list[RebuiltAttempt] = []
     first_spec: bytes | None = None
     for number, path in stored:
-        attempt = rebuild_attempt(
-            position, number, path, task_id=task_id, expected=expected, first_spec=first_spec
-        )
+        listed = committed.pop((position, number), None)
+        try:
+            attempt = rebuild_attempt(
+                position, number, path, task_id=task_id, expected=expected, first_spec=first_spec
+            )
+        except EvidenceError as error:
+            if listed is not None and error.reason == "open-attempt":
+                raise missing_seal(path, task_id, number, listed) from None
+            raise
+        if listed != attempt.seal_digest:
+            check_journaled(
+                {} if listed is None else {(position, number): listed},
+                position=position,
+                number=number,
+                seal_digest=attempt.seal_digest,
+                where=path,
+                task=task_id,
+            )
         first_spec = attempt.spec_line
         rebuilt.append(attempt)
     complete = sum(r.complete for r in rebuilt)
@@ -134,6 +156,20 @@ def _rebuild_task(
             raise refuse("model-mismatch", f"task {task_id}: attempts ran on different models")
     status: EntryStatus = "attested" if complete else "no-attested-result"
     return _TaskFacts(position, task_id, rebuilt, status)
+
+
+def _check_listed(
+    position: int,
+    task_id: str,
+    stored: Sequence[tuple[int, str]],
+    committed: dict[tuple[int, int], str],
+    store: HarnessEvidenceStore,
+) -> None:
+    """Refuse a committed attempt of the task that is not in its directory."""
+    numbers = {number for number, _ in stored}
+    for (at, number), digest in sorted(committed.items()):
+        if at == position and number not in numbers:
+            raise missing_seal(str(store.attempt_file(position, number)), task_id, number, digest)
 
 
 def _quarantined_positions(store: HarnessEvidenceStore) -> dict[int, tuple[int, str]]:
@@ -171,9 +207,10 @@ class Rebuild:
         replicate: int,
         quarantine_checked: bool = False,
         listings: Sequence[Sequence[tuple[int, str]]] | None = None,
+        intent: str | None = None,
     ) -> None:
         self.store = store
-        self.expected = Expected(suite, assignment, harness_fingerprint, replicate)
+        self.expected = Expected(suite, assignment, harness_fingerprint, replicate, intent=intent)
         self.quarantine_checked = quarantine_checked
         self.listings = listings
         self.model: ModelIdentity | None = None
@@ -205,14 +242,23 @@ class Rebuild:
             check_quarantine(store, assignment)
         model: ModelIdentity | None = None
         listings = self.listings
+        committed = read_journal(store.root)
         for position, task_id in enumerate(assignment.task_ids):
             stored = store.attempt_paths(position) if listings is None else listings[position]
-            task = _rebuild_task(position, task_id, stored, self.expected)
+            task = _rebuild_task(position, task_id, stored, self.expected, committed, store)
             if position == 0:
                 model = task.model
             elif task.model != model:
                 raise refuse("model-mismatch", f"task {task_id}: ran on another model than task 0")
             yield task
+        if committed:  # committed seals of attempts the store no longer has
+            (position, number), digest = min(committed.items())
+            task_id = (
+                assignment.task_ids[position]
+                if position < len(assignment.task_ids)
+                else f"at position {position}"
+            )
+            raise missing_seal(str(store.attempt_file(position, number)), task_id, number, digest)
         extra = [p for p in store.positions() if p >= len(assignment.task_ids)]
         if extra:
             raise refuse(

@@ -43,6 +43,7 @@ class Expected:
     __slots__ = (
         "assignment",
         "harness_fingerprint",
+        "intent",
         "learned",
         "model",
         "records",
@@ -56,7 +57,10 @@ class Expected:
         assignment: TaskAssignment,
         harness_fingerprint: str,
         replicate: int,
+        *,
+        intent: str | None = None,
     ) -> None:
+        self.intent = intent
         self.suite = suite
         self.assignment = assignment
         self.harness_fingerprint = harness_fingerprint
@@ -75,6 +79,7 @@ class Expected:
             replicate=self.replicate,
             harness_fingerprint=self.harness_fingerprint,
             spec_fingerprint=spec_fingerprint,
+            intent=self.intent,
         )
 
     def learn_model(self, model: ModelIdentity | None) -> None:
@@ -89,6 +94,7 @@ class Expected:
                 seed=self.assignment.seed,
                 replicate=self.replicate,
                 harness_fingerprint=self.harness_fingerprint,
+                intent=self.intent,
                 model=canonical_bytes(None if model is None else model.model_dump(mode="json")),
             )
         except ValueError:

@@ -25,7 +25,7 @@ from xaytune.models._protocol import ModelIdentity
 
 __all__ = ["EVIDENCE_SCHEMA", "AttemptEvidence", "EvidenceEntry", "HarnessRunEvidence"]
 
-EVIDENCE_SCHEMA = "xaytune.harness-run-evidence/v1"
+EVIDENCE_SCHEMA = "xaytune.harness-run-evidence/v2"
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 _BATCH = 1024  # entries dumped and serialised at a time
 
@@ -71,7 +71,7 @@ class HarnessRunEvidence(BaseModel):
 
     model_config = _FROZEN
 
-    schema_: Literal["xaytune.harness-run-evidence/v1"] = Field(
+    schema_: Literal["xaytune.harness-run-evidence/v2"] = Field(
         default=EVIDENCE_SCHEMA, alias="schema"
     )
     suite_name: str
@@ -82,6 +82,9 @@ class HarnessRunEvidence(BaseModel):
     replicate: int
     harness_fingerprint: str
     model: ModelIdentity
+    # The digest of the run's intent record, which every attempt record carries
+    # (None for a run outside an experiment).
+    intent: str | None
     entries: tuple[EvidenceEntry, ...]
     digest: str = ""
 

@@ -25,6 +25,12 @@ _SEAL_KEYS = frozenset(field.alias or name for name, field in AttemptSeal.model_
 _CHAIN_KEYS = frozenset(TrajectorySeal.model_fields)
 _OUTCOME_KEYS = frozenset(Outcome.model_fields)
 _SPEND_KEYS = frozenset(SpendRecord.model_fields)
+# Spend counts a provider may leave unreported (null): the fields typed ``int | None``.
+_NULLABLE_SPEND = frozenset(
+    name
+    for name, field in SpendRecord.model_fields.items()
+    if type(None) in typing.get_args(field.annotation)
+)
 _STATUSES = frozenset(typing.get_args(AttemptSeal.model_fields["status"].annotation))
 _TERMINALS = frozenset(typing.get_args(Terminal))
 _TEXT = (str, type(None))
@@ -37,7 +43,7 @@ def seal_facts(
     number: int,
     status: str,
     outcome: dict[str, Any] | None,
-    spend: dict[str, int],
+    spend: dict[str, int | None],
     events: int,
     bytes: int,
     head: str,
@@ -70,7 +76,8 @@ def seal_problem(seal: Any) -> str | None:
     and the exact JSON type of every value (``1.0`` and ``true`` are not ``1``, so
     ``==`` on a seal that passes is JSON equality). Counts are non-negative safe
     integers. What the values must equal (the record's digest, the chain) is the
-    caller's to compare.
+    caller's to compare. In the spend, only the counts a provider may leave
+    unreported (``cached_tokens``, ``reasoning_tokens``) may be null.
     """
     problem = _object_problem(seal, "", _SEAL_KEYS) or _object_problem(
         seal["trajectory"], "trajectory", _CHAIN_KEYS
@@ -98,7 +105,7 @@ def seal_problem(seal: Any) -> str | None:
     problem = _object_problem(spend, "spend", _SPEND_KEYS)
     if problem is not None:
         return problem
-    counts = spend.values()
+    counts = [v for k, v in spend.items() if v is not None or k not in _NULLABLE_SPEND]
     if not all(type(v) is int for v in counts) or min(counts) < 0 or max(counts) > _MAX_COUNT:
         return "a seal with ill-typed spend"
     outcome = seal["outcome"]

@@ -54,7 +54,7 @@ __all__ = [
 
 QUARANTINE_SUFFIX = ".reason.json"
 STORE_MARKER = "xaytune-store.json"
-STORE_SCHEMA = "xaytune.evidence-store/v2"
+STORE_SCHEMA = "xaytune.evidence-store/v3"
 
 Durability = Literal["fsync", "none"]
 Terminal = Literal["answer", "budget-stop", "context-overflow", "model-error", "cancelled"]
@@ -74,6 +74,7 @@ class Attribution(BaseModel):
     replicate: int
     harness_fingerprint: str
     spec_fingerprint: str
+    intent: str | None
 
 
 class AttemptRecord(BaseModel):
@@ -83,7 +84,7 @@ class AttemptRecord(BaseModel):
 
     model_config = _FROZEN
 
-    schema_: Literal["xaytune.attempt/v2"] = Field(default="xaytune.attempt/v2", alias="schema")
+    schema_: Literal["xaytune.attempt/v3"] = Field(default="xaytune.attempt/v3", alias="schema")
     attempt: int
     attribution: Attribution
     model: ModelIdentity | None
@@ -102,49 +103,84 @@ class Outcome(FrozenRecord):
 
 @dataclass(slots=True)
 class Spend:
-    """What an attempt spent (mutable while it runs). Times are microseconds."""
+    """What an attempt spent (mutable while it runs). Times are microseconds.
+
+    ``model_calls`` counts the calls that replied, ``model_errors`` those that
+    raised. ``cached_tokens`` and ``reasoning_tokens`` sum what the provider
+    reported (parts of ``input_tokens`` and ``output_tokens``); each is None once a
+    call did not report it (unknown, never zero). ``wall_time_us`` is the attempt's
+    end-to-end time on a monotonic clock (for an attempt recovered after a crash: the
+    time its recorded calls took, a lower bound like the rest of its spend).
+    """
 
     turns: int = 0
     model_calls: int = 0
+    model_errors: int = 0
     tool_calls: int = 0
     tool_errors: int = 0
     retries: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int | None = 0
+    reasoning_tokens: int | None = 0
     peak_context_tokens: int = 0
     model_time_us: int = 0
     tool_time_us: int = 0
+    wall_time_us: int = 0
 
-    def as_dict(self) -> dict[str, int]:
+    def add_details(self, cached_tokens: int | None, reasoning_tokens: int | None) -> None:
+        """Add one reply's usage details (an unreported one makes the sum unknown)."""
+        if self.cached_tokens is not None:
+            self.cached_tokens = (
+                None if cached_tokens is None else self.cached_tokens + cached_tokens
+            )
+        if self.reasoning_tokens is not None:
+            self.reasoning_tokens = (
+                None if reasoning_tokens is None else self.reasoning_tokens + reasoning_tokens
+            )
+
+    def as_dict(self) -> dict[str, int | None]:
         return {
             "turns": self.turns,
             "model_calls": self.model_calls,
+            "model_errors": self.model_errors,
             "tool_calls": self.tool_calls,
             "tool_errors": self.tool_errors,
             "retries": self.retries,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "cached_tokens": self.cached_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
             "peak_context_tokens": self.peak_context_tokens,
             "model_time_us": self.model_time_us,
             "tool_time_us": self.tool_time_us,
+            "wall_time_us": self.wall_time_us,
         }
 
 
 class SpendRecord(FrozenRecord):
-    """A sealed attempt's spend, as read back from disk."""
+    """A sealed attempt's spend, as read back from disk (see :class:`Spend`).
+
+    Every field is a count; ``cached_tokens`` and ``reasoning_tokens`` may be null
+    (not reported). A seal names every field, none defaulted.
+    """
 
     model_config = _FROZEN
 
     turns: int
     model_calls: int
+    model_errors: int
     tool_calls: int
     tool_errors: int
     retries: int
     input_tokens: int
     output_tokens: int
+    cached_tokens: int | None
+    reasoning_tokens: int | None
     peak_context_tokens: int
     model_time_us: int
     tool_time_us: int
+    wall_time_us: int
 
     @property
     def total_tokens(self) -> int:
@@ -162,7 +198,7 @@ class TrajectorySeal(FrozenRecord):
     head: str
 
 
-SEAL_SCHEMA = "xaytune.attempt-seal/v1"
+SEAL_SCHEMA = "xaytune.attempt-seal/v2"
 
 
 class AttemptSeal(FrozenRecord):
@@ -170,7 +206,7 @@ class AttemptSeal(FrozenRecord):
 
     model_config = _FROZEN
 
-    schema_: Literal["xaytune.attempt-seal/v1"] = Field(default=SEAL_SCHEMA, alias="schema")
+    schema_: Literal["xaytune.attempt-seal/v2"] = Field(default=SEAL_SCHEMA, alias="schema")
     attempt: int
     status: Literal["complete", "partial"]
     outcome: Outcome | None

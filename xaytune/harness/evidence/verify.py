@@ -69,6 +69,7 @@ def _rebuild(
     sampling: SeededSample,
     harness_fingerprint: str,
     replicate: int,
+    intent: str | None,
 ) -> HarnessRunEvidence:
     """The whole evidence the store supports, sealed."""
     rebuild = Rebuild(
@@ -77,6 +78,7 @@ def _rebuild(
         assignment=assignment,
         harness_fingerprint=harness_fingerprint,
         replicate=replicate,
+        intent=intent,
     )
     entries = tuple(rebuild.entries())
     assert rebuild.model is not None
@@ -89,6 +91,7 @@ def _rebuild(
         replicate=replicate,
         harness_fingerprint=harness_fingerprint,
         model=rebuild.model,
+        intent=intent,
         entries=entries,
     ).sealed()
 
@@ -100,10 +103,14 @@ def assemble_evidence(
     assignment: TaskAssignment,
     source: SuiteSource,
     store: HarnessEvidenceStore,
+    *,
+    intent: str | None = None,
 ) -> HarnessRunEvidence:
     """Assemble one replicate's evidence from the store, then verify it.
 
-    ``specs`` are the task-bound specs that were run, one per assigned task.
+    ``specs`` are the task-bound specs that were run, one per assigned task;
+    ``intent`` the digest of the run's intent record every attempt record carries
+    (None outside an experiment).
     """
     _check_cohort(suite, source)
     if assignment.suite_digest != suite.digest:
@@ -149,6 +156,7 @@ def assemble_evidence(
         sampling=sampling,
         harness_fingerprint=harnesses.pop(),
         replicate=replicates.pop(),
+        intent=intent,
     )
     # The one verification; the facts it would rebuild from this store are the ones
     # just rebuilt, so it is told (for this call only) not to read them twice.
@@ -168,7 +176,9 @@ def verify_run_evidence(
 ) -> None:
     """The one verification: rebuild every fact from suite, source and store; compare.
 
-    Raises :class:`EvidenceError` with a stable reason naming task, attempt and file.
+    Every attempt record must carry the evidence's ``intent`` (the digest of the
+    run's intent record; None outside an experiment). Raises :class:`EvidenceError`
+    with a stable reason naming task, attempt and file.
     """
     just_rebuilt = _JUST_REBUILT.get()
     # assemble_evidence rebuilt (and sealed) this very object from this store, in this call.
@@ -197,6 +207,7 @@ def verify_run_evidence(
         replicate=evidence.replicate,
         quarantine_checked=True,
         listings=listings,
+        intent=evidence.intent,
     )
     # Entry by entry, holding one rebuilt task at a time.
     rebuild.compare(evidence.entries)

@@ -1,0 +1,92 @@
+"""The run's intent: what it set out to do, bound before anything runs.
+
+``intent.json`` is written once, at the start of a run, before any replicate: the
+config (without the keys a resume may change), the suite digest, each candidate's
+harness fingerprint, the seeds and the code identities of the experiment's parts.
+Every attempt record carries its digest, and so does each replicate's evidence.
+Changing what the comparison is made under after the fact (``min_effect``,
+``disclosure``, the seeds, a candidate) then means writing a new intent, and every
+attempt record with it: re-chaining every attempt, the hard class of rewrite.
+``python -m xaytune.verify`` checks the manifest, ``.hydra/config.yaml`` and every
+replicate against it, and that the replicates are exactly its seeds x candidates.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from xaytune.app.config import ExperimentConfig
+from xaytune.app.parts import experiment_parts
+from xaytune.core.canonical import canonical_bytes, sha256_digest
+from xaytune.core.domain.benchmark import SuiteSource
+from xaytune.core.errors import ConfigError
+from xaytune.harness.evidence.store import atomic_write
+
+__all__ = ["INTENT_FILE", "INTENT_SCHEMA", "intent_of", "read_intent", "write_intent"]
+
+INTENT_FILE = "intent.json"
+INTENT_SCHEMA = "xaytune.run-intent/v1"
+
+
+def intent_of(
+    cfg: ExperimentConfig, run_config: dict[str, Any], source: SuiteSource
+) -> dict[str, Any]:
+    """The intent of a run (``run_config``: the config without its operational keys)."""
+    return {
+        "schema": INTENT_SCHEMA,
+        "config": run_config,
+        "suite_digest": source.digest,
+        "candidates": {
+            label: harness.fingerprint for label, harness in sorted(cfg.candidates.items())
+        },
+        "seeds": list(cfg.job_seeds),
+        "parts": experiment_parts(cfg),
+    }
+
+
+def _bytes(intent: dict[str, Any]) -> bytes:
+    return canonical_bytes(intent) + b"\n"
+
+
+def write_intent(out: Path, intent: dict[str, Any], *, resume: bool) -> str:
+    """Write ``out/intent.json`` (a fresh run) or check it is ``intent`` (a resume:
+    ``resume-mismatch`` otherwise); return its digest."""
+    path = out / INTENT_FILE
+    data = _bytes(intent)
+    if resume:
+        try:
+            recorded = path.read_bytes()
+        except FileNotFoundError:
+            raise ConfigError(
+                "resume-mismatch", f"{path}: missing; the tree records no intent to resume"
+            ) from None
+        if recorded != data:
+            raise ConfigError(
+                "resume-mismatch", f"{path}: the tree was started with another intent"
+            )
+    else:
+        atomic_write(path, data)
+    return sha256_digest(data)
+
+
+def read_intent(out: Path) -> tuple[dict[str, Any], str]:
+    """The intent recorded under ``out`` and its digest; ``intent-missing`` or
+    ``bad-intent`` (one line naming the file) when there is none to read."""
+    path = out / INTENT_FILE
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError("intent-missing", f"{path}: the run records no intent") from None
+    except OSError as error:
+        raise ConfigError("bad-intent", f"{path}: unreadable ({error.strerror})") from None
+    try:
+        intent = json.loads(data)
+    except ValueError:
+        raise ConfigError("bad-intent", f"{path}: not JSON") from None
+    if not isinstance(intent, dict) or intent.get("schema") != INTENT_SCHEMA:
+        raise ConfigError("bad-intent", f"{path}: not a {INTENT_SCHEMA} record")
+    if _bytes(intent) != data:
+        raise ConfigError("bad-intent", f"{path}: not canonical")
+    return intent, sha256_digest(data)

@@ -1,0 +1,33 @@
+"""The report room: what people read of a comparison, and the per-task viewer.
+
+A released ``ComparisonReport`` (what report.json holds) is turned into structured
+page data (:func:`comparison_view`), then rendered: report.html through a Jinja2
+template, report.md and the terminal table from the same words
+(:mod:`xaytune.report._words`). Plots are matplotlib PNGs. The per-task viewer over a
+run's restricted files lives in :mod:`xaytune.report.viewer` (``python -m
+xaytune.view``); it reads the app's output tree, so it is imported on its own, never
+from here (the app imports this package to write its reports).
+"""
+
+from xaytune.report._files import render_html, rendered_reports, write_reports
+from xaytune.report._markdown import render_markdown
+from xaytune.report._page import ComparisonView, ReportPage, comparison_view, report_page
+from xaytune.report._plots import PLOT_NAMES, cost_axis, plot_png
+from xaytune.report._terminal import terminal_table
+from xaytune.report._words import VERDICT_WORDS
+
+__all__ = [
+    "PLOT_NAMES",
+    "VERDICT_WORDS",
+    "ComparisonView",
+    "ReportPage",
+    "comparison_view",
+    "cost_axis",
+    "plot_png",
+    "render_html",
+    "render_markdown",
+    "rendered_reports",
+    "report_page",
+    "terminal_table",
+    "write_reports",
+]

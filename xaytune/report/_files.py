@@ -1,0 +1,45 @@
+"""The files of a comparison's reports: report.md, report.html and the plots.
+
+:func:`rendered_reports` is what ``python -m xaytune.verify`` recomputes from the
+tree's report.json and plots (byte for byte), so both renderings are a function of
+the released report and the plot bytes only: no clock, no path, no locale.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xaytune.core.harness_comparison import ComparisonReport
+from xaytune.harness.evidence.store import atomic_write
+from xaytune.report._jinja import render
+from xaytune.report._markdown import render_markdown
+from xaytune.report._page import ReportPage, comparison_view, report_page
+from xaytune.report._plots import plot_png
+
+__all__ = ["render_html", "rendered_reports", "write_reports"]
+
+
+def render_html(page: ReportPage) -> str:
+    """report.html of ``page``: self-contained (inline CSS, plots as data: URIs), no
+    JavaScript, printable."""
+    return render("report.html.j2", page=page)
+
+
+def rendered_reports(released: ComparisonReport, images: dict[str, bytes]) -> dict[str, bytes]:
+    """report.md and report.html of a released report with these plots (in the order
+    the plots are drawn: PLOT_NAMES), as written."""
+    markdown_text = render_markdown(released, {name: name for name in images})
+    page = report_page((comparison_view(released, images),))
+    return {
+        "report.md": markdown_text.encode(),
+        "report.html": render_html(page).encode(),
+    }
+
+
+def write_reports(directory: Path, released: ComparisonReport) -> None:
+    """Write report.md, report.html and the plots for a released report."""
+    images = plot_png(released)
+    for name, data in images.items():
+        atomic_write(directory / name, data)
+    for name, data in rendered_reports(released, images).items():
+        atomic_write(directory / name, data)

@@ -1,0 +1,28 @@
+"""The one Jinja2 environment of the report room: templates in ``templates/``,
+autoescaped (every value from a run is text, never markup), strict about undefined
+names (a typo in a template fails, never renders empty)."""
+
+from __future__ import annotations
+
+import functools
+
+import jinja2
+
+__all__ = ["render"]
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("xaytune.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def render(template: str, **context: object) -> str:
+    """``template`` (a file in ``templates/``) rendered with ``context``."""
+    return _environment().get_template(template).render(**context)

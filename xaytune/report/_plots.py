@@ -1,0 +1,138 @@
+"""The plots of a comparison, drawn with matplotlib (Agg) as PNG bytes.
+
+Both plots name the sides by their candidates. ``paired_differences.png``: per
+objective, each seed's oriented difference (positive favours the first candidate),
+the mean with its 95% t-interval and the rule's threshold ±max(min_effect, k·se).
+The success-vs-cost plot: each replicate's task success rate against its mean cost
+per task — in dollars (``success_vs_cost.png``) when the report has the ``cost``
+metric with a value on every replicate, else in total tokens
+(``success_vs_tokens.png``). PNGs carry no timestamp or software chunk: the same
+report gives the same bytes on the same matplotlib.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+
+from xaytune.core.harness_comparison import ComparisonReport, MetricComparison
+
+__all__ = ["PAIRED_PLOT", "PLOT_NAMES", "cost_axis", "plot_png", "verdict_label"]
+
+PAIRED_PLOT = "paired_differences.png"
+# Every plot a comparison may have, in the order they are drawn (and listed in
+# report.md); the success plot is one of the last two, by cost_axis.
+PLOT_NAMES = (PAIRED_PLOT, "success_vs_tokens.png", "success_vs_cost.png")
+_COLORS = ("#3b6ea8", "#d9822b")
+
+
+def verdict_label(verdict: str, a: str, b: str) -> str:
+    """A verdict word with the side it favours named: "favors calculator"."""
+    return {"favors-a": f"favors {a}", "favors-b": f"favors {b}"}.get(verdict, verdict)
+
+
+def cost_axis(report: ComparisonReport) -> tuple[str, str, str] | None:
+    """(metric, axis label, plot name) of the success-vs-cost plot, None without one.
+
+    Dollars when ``cost`` has a value on every replicate of both sides, else total
+    tokens (never a mix, never a missing value read as zero)."""
+    if "task_success" not in report.metrics:
+        return None
+    cost = report.metrics.get("cost")
+    if cost is not None and cost.a.mean is not None and cost.b.mean is not None:
+        return "cost", "mean cost per task, USD (one point per replicate)", PLOT_NAMES[2]
+    if "total_tokens" in report.metrics:
+        return (
+            "total_tokens",
+            "mean total tokens per task (one point per replicate)",
+            PLOT_NAMES[1],
+        )
+    return None
+
+
+def _pyplot():
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _paired_axis(axis, metric: MetricComparison, a: str, b: str) -> None:
+    seeds = [str(d.seed) for d in metric.differences]
+    values = [d.difference for d in metric.differences]
+    axis.bar(range(len(seeds)), values, color=_COLORS[0], label="per seed")
+    axis.axhline(0, color="black", linewidth=0.8)
+    interval = metric.descriptive.mean_interval
+    if metric.mean is not None:
+        # The mean paired difference with its 95% t-interval, right of the seeds.
+        error = None
+        if interval is not None:
+            error = [[metric.mean - interval.low], [interval.high - metric.mean]]
+        axis.errorbar(
+            [len(seeds)],
+            [metric.mean],
+            yerr=error,
+            fmt="o",
+            color="#b03a2e",
+            capsize=6,
+            label="mean, 95% t-interval",
+        )
+    if metric.threshold is not None:
+        axis.axhline(metric.threshold, color="grey", linestyle=":", label="± max(min_effect, k·se)")
+        axis.axhline(-metric.threshold, color="grey", linestyle=":")
+    axis.set_xticks(range(len(seeds) + 1), [*seeds, "mean"])
+    axis.set_title(f"{metric.metric}: {verdict_label(metric.verdict, a, b)}", fontsize=9)
+    axis.set_xlabel("seed")
+    unit = f" ({metric.unit})" if metric.unit else ""
+    axis.set_ylabel(f"paired difference{unit}\n+ favours {a}, − favours {b}", fontsize=8)
+    axis.legend(fontsize=7)
+
+
+def plot_png(report: ComparisonReport) -> dict[str, bytes]:
+    """The comparison's plots by file name, in drawing order (PLOT_NAMES)."""
+    plt = _pyplot()
+    a, b = report.a.name, report.b.name
+    plots: dict[str, bytes] = {}
+    objectives = [o.metric for o in report.spec.objectives if o.metric in report.metrics]
+    if objectives:
+        fig, axes = plt.subplots(1, len(objectives), figsize=(4.5 * len(objectives), 3.6))
+        axes = axes if len(objectives) > 1 else [axes]
+        for axis, name in zip(axes, objectives, strict=True):
+            _paired_axis(axis, report.metrics[name], a, b)
+        fig.tight_layout()
+        plots[PAIRED_PLOT] = _png(fig, plt)
+    axis_choice = cost_axis(report)
+    if axis_choice is not None:
+        metric, label, name = axis_choice
+        success, cost = report.metrics["task_success"], report.metrics[metric]
+        fig, axis = plt.subplots(figsize=(5, 3.6))
+        for side, summary_s, summary_c, color in (
+            (a, success.a, cost.a, _COLORS[0]),
+            (b, success.b, cost.b, _COLORS[1]),
+        ):
+            xs = [r.value for r in summary_c.runs]
+            ys = [r.value for r in summary_s.runs]
+            pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if x is not None and y is not None]
+            if pairs:
+                axis.scatter(*zip(*pairs, strict=True), label=side, color=color)
+        from matplotlib.ticker import MaxNLocator
+
+        axis.xaxis.set_major_locator(MaxNLocator(nbins=5))  # dollar ticks stay apart
+        axis.set_xlabel(label)
+        axis.set_ylabel("task success rate (per replicate)")
+        unit = "USD" if metric == "cost" else "total tokens"
+        axis.set_title(f"success vs cost ({unit})", fontsize=9)
+        axis.legend(fontsize=7)
+        fig.tight_layout()
+        plots[name] = _png(fig, plt)
+    return plots
+
+
+def _png(fig, plt) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()
