@@ -238,3 +238,12 @@ def test_a_failed_condition_is_a_failed_row_and_no_verdict(quickstart_tree):
         'outcome: calculator "sha256:aaa" vs mental "sha256:bbb", — (not declared or not run)'
     )
     assert "A condition failed: no verdict is given." in dom.find(id="comparability").text()
+
+
+def test_the_pareto_front_keeps_the_points_nothing_beats():
+    from xaytune.report._plots import pareto_front
+
+    # (cost, success): (2, 0.5) is beaten by (1, 0.6); (3, 0.6) by (1, 0.6) too.
+    points = [(2.0, 0.5), (1.0, 0.6), (3.0, 0.6), (4.0, 0.9), (1.0, 0.4)]
+    assert pareto_front(points) == [(1.0, 0.6), (4.0, 0.9)]
+    assert pareto_front([(1.0, 1.0)]) == [(1.0, 1.0)]

@@ -4,8 +4,9 @@ Both plots name the sides by their candidates. ``paired_differences.png``: per
 objective, each seed's oriented difference (positive favours the first candidate),
 the mean with its 95% t-interval and the rule's threshold ±max(min_effect, k·se).
 The success-vs-cost plot: each replicate's task success rate against its mean cost
-per task — in dollars (``success_vs_cost.png``) when the report has the ``cost``
-metric with a value on every replicate, else in total tokens
+per task, with each candidate's Pareto front across its seeds (the replicates no other
+of its replicates beats on both) — in dollars (``success_vs_cost.png``) when the
+report has the ``cost`` metric with a value on every replicate, else in total tokens
 (``success_vs_tokens.png``). PNGs carry no timestamp or software chunk: the same
 report gives the same bytes on the same matplotlib.
 """
@@ -17,7 +18,7 @@ import logging
 
 from xaytune.core.harness_comparison import ComparisonReport, MetricComparison
 
-__all__ = ["PAIRED_PLOT", "PLOT_NAMES", "cost_axis", "plot_png", "verdict_label"]
+__all__ = ["PAIRED_PLOT", "PLOT_NAMES", "cost_axis", "pareto_front", "plot_png", "verdict_label"]
 
 PAIRED_PLOT = "paired_differences.png"
 # Every plot a comparison may have, in the order they are drawn (and listed in
@@ -118,6 +119,8 @@ def plot_png(report: ComparisonReport) -> dict[str, bytes]:
             pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if x is not None and y is not None]
             if pairs:
                 axis.scatter(*zip(*pairs, strict=True), label=side, color=color)
+                front = pareto_front(pairs)
+                axis.plot(*zip(*front, strict=True), color=color, linewidth=1, alpha=0.6)
         from matplotlib.ticker import MaxNLocator
 
         axis.xaxis.set_major_locator(MaxNLocator(nbins=5))  # dollar ticks stay apart
@@ -129,6 +132,16 @@ def plot_png(report: ComparisonReport) -> dict[str, bytes]:
         fig.tight_layout()
         plots[name] = _png(fig, plt)
     return plots
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The (cost, success) points no other point beats (cheaper and at least as
+    successful, or as cheap and more successful), by rising cost."""
+    front: list[tuple[float, float]] = []
+    for cost, success in sorted(points, key=lambda p: (p[0], -p[1])):
+        if not front or success > front[-1][1]:
+            front.append((cost, success))
+    return front
 
 
 def _png(fig, plt) -> bytes:
