@@ -64,6 +64,7 @@ __all__ = [
     "MAX_TOOL_CALL_BUDGET",
     "MAX_TURNS",
     "QUOTE_CHARS",
+    "STRICT_JSON_HOOKS",
     "LimitError",
     "LimitReason",
     "check_json_text",
@@ -73,8 +74,10 @@ __all__ = [
     "hash_bounded",
     "iter_lines",
     "loads",
+    "no_constant",
     "quote",
     "read_bounded",
+    "unique_keys",
 ]
 
 LimitReason = Literal[
@@ -465,3 +468,24 @@ def iter_lines(
                     "(MAX_SUITE_FILE_BYTES)",
                 )
             yield number, line
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook``: refuse a key that appears twice."""
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"key {quote(key)} appears twice")
+            seen.add(key)
+    return record
+
+
+def no_constant(literal: str) -> Any:
+    """``json.loads``'s ``parse_constant``: NaN and Infinity are not JSON numbers."""
+    raise ValueError(f"{literal} is not a JSON number")
+
+
+# Strict JSON for files users bring: no duplicate key, no NaN or Infinity literal.
+STRICT_JSON_HOOKS = {"object_pairs_hook": unique_keys, "parse_constant": no_constant}

@@ -84,8 +84,7 @@ def _json_array(path: Path) -> Iterator[Row]:
             size_name="MAX_SUITE_FILE_BYTES",
             # The array adds one level to what a JSONL line may nest.
             max_depth=limits.MAX_JSON_DEPTH + 1,
-            object_pairs_hook=_unique_keys,
-            parse_constant=_no_constant,
+            **limits.STRICT_JSON_HOOKS,
         )
     except json.JSONDecodeError as error:
         raise SuiteError("bad-json", f"{where}: line {error.lineno}: {error.msg}") from None
@@ -161,18 +160,3 @@ def _parquet(path: Path) -> Iterator[Row]:
     except (pa.ArrowException, OSError) as error:
         problem = " ".join(str(error).split())
         raise SuiteError("bad-parquet", f"{path}: {limits.clip(problem, 200)}") from None
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    record = dict(pairs)
-    if len(record) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise ValueError(f"key {quote(key)} appears twice")
-            seen.add(key)
-    return record
-
-
-def _no_constant(literal: str) -> Any:
-    raise ValueError(f"{literal} is not a JSON number")

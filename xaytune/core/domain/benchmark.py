@@ -500,8 +500,7 @@ def load_jsonl_objects(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
                 what=where,
                 max_size=limits.MAX_SUITE_LINE_BYTES,
                 size_name="MAX_SUITE_LINE_BYTES",
-                object_pairs_hook=_unique_keys,
-                parse_constant=_no_constant,
+                **limits.STRICT_JSON_HOOKS,
             )
         except LimitError as error:
             raise SuiteError(error.reason, error.detail) from None
@@ -515,18 +514,3 @@ def load_jsonl_objects(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
         if not isinstance(record, dict):
             raise SuiteError("bad-json", f"{where}: not a JSON object")
         yield number, record
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    record = dict(pairs)
-    if len(record) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise ValueError(f"key {quote(key)} appears twice")
-            seen.add(key)
-    return record
-
-
-def _no_constant(literal: str) -> Any:
-    raise ValueError(f"{literal} is not a JSON number")
