@@ -187,3 +187,48 @@ def test_a_price_table_added_later_still_reuses_the_evidence(tmp_path, cached, x
     manifest = _run(xaytune, priced, "model.prices={input_per_mtok:1.0,output_per_mtok:2.0}")
     assert all(_reused(manifest).values())
     assert verify(priced).returncode == 0
+
+
+def test_a_reused_replicate_makes_no_model_call(tmp_path, quickstart, monkeypatch):
+    # In process, counting every model call: the baseline replicate run into a second
+    # tree with the same cache calls the model zero times.
+    from xaytune.app import experiment
+    from xaytune.app.config import CacheConfig, validate_config
+    from xaytune.app.intent import intent_of, write_intent
+    from xaytune.app.manifest import what_is_run
+    from xaytune.app.parts import experiment_toolbox, resolve_candidates
+
+    plain = quickstart.manifest()["config"]
+    cfg = resolve_candidates(validate_config(plain)).model_copy(
+        update={"cache": CacheConfig(dir=str(tmp_path / "cache"), mode="read-write")}
+    )
+    calls = []
+    build = experiment.build_model
+
+    def counting(config, *, seed):
+        model = build(config, seed=seed)
+        complete = model.complete
+
+        async def counted(request):
+            calls.append(seed)
+            return await complete(request)
+
+        model.complete = counted
+        return model
+
+    monkeypatch.setattr(experiment, "build_model", counting)
+    source = experiment.load_source(cfg)
+    made = []
+    for name in ("first", "second"):
+        out = tmp_path / name
+        out.mkdir()
+        intent = write_intent(out, intent_of(cfg, what_is_run(plain), source), resume=False)
+        before = len(calls)
+        experiment.run_replicate(
+            cfg, label="a", harness=cfg.candidates["a"], seed=101, source=source, out=out,
+            toolbox=experiment_toolbox(cfg), intent=intent,
+        )  # fmt: skip
+        made.append(len(calls) - before)
+    assert made[0] > 0 and made[1] == 0
+    assert (tmp_path / "second" / "candidates" / "calculator" / "seed-101" / "evidence" /
+            "reused.json").is_file()  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from scipy import stats
@@ -11,6 +12,8 @@ from xaytune.app.summary import holm
 from xaytune.core.canonical import canonical_bytes
 
 pytestmark = pytest.mark.slow
+
+GOLDEN = Path(__file__).parent / "golden"
 
 
 def test_holm_by_hand():
@@ -128,3 +131,19 @@ def test_one_candidate_is_refused(tmp_path, xaytune):
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert "candidates: at least two are compared" in line
+
+
+def test_two_candidates_give_the_comparison_of_before(quickstart):
+    # Golden: the quickstart's report.json recorded at commit f903557 (before several
+    # challengers, models and the cache), without what a run cannot repeat (its time
+    # metrics) or what names code identities (the comparison key hashes the model
+    # adapter's source, which changed since).
+    from xaytune.core.harness_comparison import TIME_METRICS
+
+    golden = json.loads((GOLDEN / "quickstart_comparison.json").read_bytes())
+    report = quickstart.report()
+    report["metrics"] = {
+        k: v for k, v in report["metrics"].items() if k.split("@")[0] not in TIME_METRICS
+    }
+    report["comparability"].pop("comparison_key")
+    assert report == golden
