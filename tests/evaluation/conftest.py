@@ -5,6 +5,7 @@ counter for judge models."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from xaytune.harness import (
     compile_replicate,
 )
 from xaytune.harness.evidence import HarnessRunEvidence, assemble_evidence
+from xaytune.harness.evidence.attempt_file import AttemptParts
+from xaytune.harness.evidence.journal import JOURNAL_NAME
 from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.models import (
     ContextOverflowError,
@@ -220,6 +223,28 @@ def fresh(tmp_path: Path) -> Callable[[str], Path]:
     return make
 
 
+def reopen_and_resume(model: ScriptedModel) -> Callable[..., None]:
+    """A ``before_assembly`` hook: the run's one attempt loses its end event and seal
+    (a crash before its commit), then the run is resumed with the model no longer
+    crashing, so the task is recovered partial and attempted again."""
+
+    def hook(specs, store):
+        (spec,) = specs
+        attempt = store.attempts(0)[0].path
+        parts = AttemptParts.of(attempt.read_bytes(), str(attempt))
+        assert parts.seal is not None and parts.events
+        attempt.write_bytes(dataclasses.replace(parts, seal=None, events=parts.events[:-1]).join())
+        (store.root / JOURNAL_NAME).unlink()  # the crash came before its seal was committed
+        model.crashing = False
+        asyncio.run(
+            HarnessRunner(durability="none").run_many(
+                [spec], model=model, toolbox=Toolbox.default(), authorized_tools=(), resume=True
+            )
+        )
+
+    return hook
+
+
 @pytest.fixture
 def kit() -> SimpleNamespace:
     """The helpers above, for tests (conftest modules are not imported by name)."""
@@ -227,6 +252,7 @@ def kit() -> SimpleNamespace:
         PLAIN=PLAIN,
         make_suite=make_suite,
         run_suite=run_suite,
+        reopen_and_resume=reopen_and_resume,
         ScriptedModel=ScriptedModel,
         CountingModel=CountingModel,
         SpySource=SpySource,

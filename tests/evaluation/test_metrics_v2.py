@@ -8,7 +8,6 @@ trajectories' per-call usage, with exact fractions and the prices as written.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from fractions import Fraction
@@ -35,10 +34,9 @@ from xaytune.evaluation.metrics import (
     NOT_RECORDED_V1,
     metric_definition,
 )
-from xaytune.harness import Harness, HarnessRunner, Toolbox
+from xaytune.harness import Harness
 from xaytune.harness.evidence.attempt_file import AttemptParts
 from xaytune.harness.evidence.calls import attempt_calls
-from xaytune.harness.evidence.journal import JOURNAL_NAME
 from xaytune.models import ModelPrices, PriceTier, SimulatedModel
 
 V2 = CATALOG_V2_ID
@@ -321,30 +319,13 @@ def test_spend_cost_counts_partial_attempts_by_hand(tmp_path, kit):
     assert observed(evaluation, "model_call_time")["f"][1] is None
 
 
-def _reopen_and_resume(model):
-    def hook(specs, store):
-        (spec,) = specs
-        attempt = store.attempts(0)[0].path
-        parts = AttemptParts.of(attempt.read_bytes(), str(attempt))
-        attempt.write_bytes(dataclasses.replace(parts, seal=None, events=parts.events[:-1]).join())
-        (store.root / JOURNAL_NAME).unlink()  # the crash came before its seal was committed
-        model.crashing = False
-        asyncio.run(
-            HarnessRunner(durability="none").run_many(
-                [spec], model=model, toolbox=Toolbox.default(), authorized_tools=(), resume=True
-            )
-        )
-
-    return hook
-
-
 def test_spend_cost_is_unaccounted_after_a_recovered_attempt(tmp_path, kit):
     model = kit.ScriptedModel()
     run = kit.run_suite(
         kit.make_suite(tmp_path / "s", [("c", "crash", "7")]),
         tmp_path / "r",
         model,
-        before_assembly=_reopen_and_resume(model),
+        before_assembly=kit.reopen_and_resume(model),
     )
     assert [a.recovered for a in run.evidence.entries[0].attempts] == [True, False]
     flat = ModelPrices(input_per_mtok=3.0, output_per_mtok=15.0)

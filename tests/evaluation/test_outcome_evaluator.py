@@ -3,9 +3,6 @@ every absence reason, spend across all attempts, successful-tasks slices."""
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-
 import pytest
 
 from xaytune.evaluation._config import MatchRule
@@ -19,9 +16,7 @@ from xaytune.evaluation.harness import (
     publish_evidence,
     run_harness_evaluation,
 )
-from xaytune.harness import Harness, HarnessRunner, Toolbox
-from xaytune.harness.evidence.attempt_file import AttemptParts
-from xaytune.harness.evidence.journal import JOURNAL_NAME
+from xaytune.harness import Harness
 
 RULE = MatchRule(strip=True, case_sensitive=False, numeric=True)
 
@@ -205,32 +200,13 @@ def test_spend_counts_partial_attempts(tmp_path, kit):
     assert result.metric("turns").value == 2.0
 
 
-def _reopen_and_resume(model):
-    def hook(specs, store):
-        (spec,) = specs
-        attempt = store.attempts(0)[0].path
-        parts = AttemptParts.of(attempt.read_bytes(), str(attempt))
-        assert parts.seal is not None and parts.events
-        # no seal, and a crash before the end event
-        attempt.write_bytes(dataclasses.replace(parts, seal=None, events=parts.events[:-1]).join())
-        (store.root / JOURNAL_NAME).unlink()  # the crash came before its seal was committed
-        model.crashing = False
-        asyncio.run(
-            HarnessRunner(durability="none").run_many(
-                [spec], model=model, toolbox=Toolbox.default(), authorized_tools=(), resume=True
-            )
-        )
-
-    return hook
-
-
 def test_spend_unaccounted_when_an_attempt_was_recovered(tmp_path, kit):
     model = kit.ScriptedModel()
     run = kit.run_suite(
         kit.make_suite(tmp_path / "s", [("c", "crash", "7")]),
         tmp_path / "r",
         model,
-        before_assembly=_reopen_and_resume(model),
+        before_assembly=kit.reopen_and_resume(model),
     )
     assert [a.recovered for a in run.evidence.entries[0].attempts] == [True, False]
     evaluation = evaluate(run, tmp_path / "out")
