@@ -252,7 +252,10 @@ def _dry_run_argument(argv: list[str]) -> list[str]:
 
 def run() -> None:
     """``python -m xaytune``."""
+    from xaytune.app._hydra_repository import share_config_store
     from xaytune.app.main import main
+
+    share_config_store()  # --help lists the config groups in ~0.1 s, not ~0.7 s
 
     sys.argv[1:] = _dry_run_argument(sys.argv[1:])
     _check_resume_argument(sys.argv[1:])

@@ -56,8 +56,7 @@ from xaytune.harness.evidence import HarnessRunEvidence, assemble_evidence
 from xaytune.harness.evidence.store import STORE_MARKER, STORE_SCHEMA, atomic_write
 from xaytune.harness.replicate import compile_replicate
 from xaytune.harness.runner import AttemptResult, TaskRun
-from xaytune.models import Model, OpenAICompatibleModel, SimulatedModel
-from xaytune.models.llama_cpp_local import llama_cpp_local_model
+from xaytune.models import Model, SimulatedModel
 from xaytune.suites import builtin_suite_path
 
 __all__ = [
@@ -103,9 +102,14 @@ def build_model(config: ModelConfig, *, seed: int) -> Model:
         from xaytune.app.parts import build_target_model
 
         return build_target_model(config, seed=seed)
+    # The HTTP adapters (httpx) are imported only when a run uses one.
     if isinstance(config, LlamaCppLocalModelConfig):
+        from xaytune.models.llama_cpp_local import llama_cpp_local_model
+
         # One server per process, shared by the replicates; the runtime is the [local] extra.
         return llama_cpp_local_model(seed=seed, **config.model_dump(exclude={"kind", "prices"}))
+    from xaytune.models import OpenAICompatibleModel
+
     return OpenAICompatibleModel(
         config.base_url,
         config.name,

@@ -17,7 +17,7 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -26,11 +26,15 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from xaytune.app.cli import composition_done, terminated
-from xaytune.app.config import ExperimentConfig, validate_config
 from xaytune.core.errors import ConfigError, XaytuneError
 
+if TYPE_CHECKING:
+    from xaytune.app.config import ExperimentConfig
+
 # The modules that run, compare and report (numpy, scipy, matplotlib, rich) are imported
-# when a run starts: a typo, --help or --cfg answers without loading them (~1.3 s).
+# when a run starts, and the config schema (which pulls in the harness and model
+# modules) when a config is validated: --help or --cfg answers without loading them
+# (tests/app/test_app_lazy_imports.py).
 
 __all__ = ["main", "resolve_config"]
 
@@ -49,6 +53,7 @@ def resolve_config(raw: DictConfig) -> tuple[ExperimentConfig, dict[str, Any]]:
         raise ConfigError("bad-config", f"{key}: {message}") from None
     assert isinstance(plain, dict)
     plain.pop("hydra", None)
+    from xaytune.app.config import validate_config
     from xaytune.app.parts import resolve_candidates
 
     return resolve_candidates(validate_config(plain)), plain

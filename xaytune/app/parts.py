@@ -140,7 +140,7 @@ def experiment_parts(cfg: ExperimentConfig) -> dict[str, Any]:
 def _adapter_code(cfg: ExperimentConfig) -> object:
     """The class (or factory function) that builds the configured model."""
     from xaytune.app.config import LlamaCppLocalModelConfig, SimulatedModelConfig
-    from xaytune.models import OpenAICompatibleModel, SimulatedModel
+    from xaytune.models import SimulatedModel
 
     config = cfg.model
     if isinstance(config, TargetModelConfig):
@@ -152,6 +152,8 @@ def _adapter_code(cfg: ExperimentConfig) -> object:
         from xaytune.models.llama_cpp_local import LlamaCppLocalModel
 
         return LlamaCppLocalModel
+    from xaytune.models import OpenAICompatibleModel  # httpx: only for an HTTP model
+
     return OpenAICompatibleModel
 
 

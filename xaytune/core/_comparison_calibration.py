@@ -28,6 +28,8 @@ simulated A/A comparisons, normal with the observed covariance of the per-seed
 differences across objectives (task_success rounded to its task lattice), with each
 objective's min_effect, from a generator seeded by a digest of the comparison, so
 the figures are a deterministic function of the records.
+
+scipy (``special``) is imported on first use, never ``scipy.stats`` (:func:`_binomial_pmf`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 import numpy as np
-from scipy import special, stats
 
 from xaytune.core._comparison_records import ComparisonSpec
 from xaytune.core._comparison_report import (
@@ -80,6 +81,8 @@ def t_aa_rate(k: float, r: int) -> float:
     below three replicates, where the rule is always inconclusive."""
     if r < 3:
         return 0.0
+    from scipy import special
+
     return float(2.0 * special.stdtr(r - 1, -k))  # 2·t.sf(k, R − 1)
 
 
@@ -134,7 +137,7 @@ def lattice_aa_rate(
         return 0.0
     if r > 4:
         return None  # from R = 5 the lattice is within about 1 point of normal theory
-    pmf = stats.binom.pmf(np.arange(n + 1), n, success_rate)
+    pmf = _binomial_pmf(n, success_rate)
     difference_pmf = np.convolve(pmf, pmf[::-1])  # d = X − Y on −n..n
     support = np.flatnonzero(difference_pmf > 1e-15)
     values = (support - n).astype(np.int64)
@@ -155,11 +158,29 @@ def lattice_aa_rate(
     return float(probability[named].sum())
 
 
+def _binomial_pmf(n: int, p: float) -> np.ndarray:
+    """``scipy.stats.binom.pmf(range(n + 1), n, p)``, bit for bit, without importing
+    ``scipy.stats`` (~0.5 s of a run's start): the Boost ufunc that ``binom.pmf``
+    evaluates, clipped to [0, 1] as ``binom.pmf`` clips it (checked against it in
+    tests/core/test_comparison_binomial.py). A scipy without that ufunc gets the
+    distribution itself."""
+    from scipy.special import _ufuncs
+
+    binom_pmf = getattr(_ufuncs, "_binom_pmf", None)
+    if binom_pmf is None:
+        from scipy import stats
+
+        return stats.binom.pmf(np.arange(n + 1), n, p)
+    return np.clip(binom_pmf(np.arange(n + 1), n, p), 0.0, 1.0)
+
+
 def _normals(stream: np.random.PCG64, shape: tuple[int, ...]) -> np.ndarray:
     """The next standard normals of PCG64's raw stream (stable across numpy
     versions, unlike Generator's samplers), through the inverse normal CDF."""
     bits = stream.random_raw(math.prod(shape))
     uniform = ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
+    from scipy import special
+
     return special.ndtri(uniform).reshape(shape)
 
 

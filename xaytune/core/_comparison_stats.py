@@ -4,7 +4,8 @@ Pure functions over Python floats. Sums use :func:`math.fsum` so a result does n
 depend on the order of the seeds, and a standard error is one square root of one
 quotient (``sqrt(ss / (n (n - 1)))``), so hand-computed golden values are exact
 whenever that quotient is a perfect square. scipy is used only for the t and normal
-quantiles of the descriptive parts.
+quantiles of the descriptive parts (``scipy.special``, imported on first use: importing
+this module costs nothing for a command that never compares).
 
 The verdict itself is decided by :func:`paired_rule` in exact rational arithmetic
 (:func:`exact` reads each float as the decimal the records hold), so a mean that
@@ -17,8 +18,6 @@ import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Literal
-
-from scipy import special
 
 __all__ = [
     "RuleOutcome",
@@ -84,6 +83,8 @@ def t_interval(
     """Two-sided t interval ``centre ± t_{(1+level)/2, df} · se``; None if df < 1."""
     if se is None or df < 1:
         return None
+    from scipy import special
+
     half = float(special.stdtrit(df, (1.0 + level) / 2.0)) * se  # t.ppf, without overhead
     return (_finite(centre - half), _finite(centre + half))
 
@@ -96,6 +97,8 @@ def t_coverage(k: float, df: int) -> float | None:
     """
     if df < 1:
         return None
+    from scipy import special
+
     return float(2.0 * special.stdtr(df, k) - 1.0)  # 2·t.cdf(k, df) − 1
 
 
@@ -120,6 +123,8 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float,
     """Wilson score interval for a binomial proportion ``successes / n`` (n >= 1)."""
     if n < 1 or not 0 <= successes <= n:
         raise ValueError(f"wilson interval needs 0 <= successes <= n, n >= 1: {successes}/{n}")
+    from scipy import special
+
     z = float(special.ndtri((1.0 + level) / 2.0))  # norm.ppf, without overhead
     p = successes / n
     z2n = z * z / n

@@ -17,7 +17,6 @@ from xaytune.models._protocol import (
     TransientModelError,
     Usage,
 )
-from xaytune.models.openai_compatible import OpenAICompatibleModel
 from xaytune.models.simulated import SimulatedModel
 
 __all__ = [
@@ -39,3 +38,13 @@ __all__ = [
     "TransientModelError",
     "Usage",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The HTTP client (httpx, ~0.1 s to import) is loaded with the adapter that uses it:
+    # a run on the simulated model, or a config check, never needs it.
+    if name == "OpenAICompatibleModel":
+        from xaytune.models.openai_compatible import OpenAICompatibleModel
+
+        return OpenAICompatibleModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

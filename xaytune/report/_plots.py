@@ -9,6 +9,10 @@ of its replicates beats on both) — in dollars (``success_vs_cost.png``) when t
 report has the ``cost`` metric with a value on every replicate, else in total tokens
 (``success_vs_tokens.png``). PNGs carry no timestamp or software chunk: the same
 report gives the same bytes on the same matplotlib.
+
+matplotlib is imported when the first plot is drawn, and only its figure and Agg
+canvas: pyplot (its figure manager, backend switching and state) is not needed to
+write a PNG and costs ~0.4 s more to import; the bytes are the same.
 """
 
 from __future__ import annotations
@@ -51,14 +55,15 @@ def cost_axis(report: ComparisonReport) -> tuple[str, str, str] | None:
     return None
 
 
-def _pyplot():
+def _figure(figsize: tuple[float, float]):
+    """A figure on an Agg canvas, as ``pyplot.figure`` makes one under the Agg backend."""
     logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def _paired_axis(axis, metric: MetricComparison, a: str, b: str) -> None:
@@ -94,22 +99,23 @@ def _paired_axis(axis, metric: MetricComparison, a: str, b: str) -> None:
 
 def plot_png(report: ComparisonReport) -> dict[str, bytes]:
     """The comparison's plots by file name, in drawing order (PLOT_NAMES)."""
-    plt = _pyplot()
     a, b = report.a.name, report.b.name
     plots: dict[str, bytes] = {}
     objectives = [o.metric for o in report.spec.objectives if o.metric in report.metrics]
     if objectives:
-        fig, axes = plt.subplots(1, len(objectives), figsize=(4.5 * len(objectives), 3.6))
+        fig = _figure((4.5 * len(objectives), 3.6))
+        axes = fig.subplots(1, len(objectives))
         axes = axes if len(objectives) > 1 else [axes]
         for axis, name in zip(axes, objectives, strict=True):
             _paired_axis(axis, report.metrics[name], a, b)
         fig.tight_layout()
-        plots[PAIRED_PLOT] = _png(fig, plt)
+        plots[PAIRED_PLOT] = _png(fig)
     axis_choice = cost_axis(report)
     if axis_choice is not None:
         metric, label, name = axis_choice
         success, cost = report.metrics["task_success"], report.metrics[metric]
-        fig, axis = plt.subplots(figsize=(5, 3.6))
+        fig = _figure((5, 3.6))
+        axis = fig.subplots()
         for side, summary_s, summary_c, color in (
             (a, success.a, cost.a, _COLORS[0]),
             (b, success.b, cost.b, _COLORS[1]),
@@ -130,7 +136,7 @@ def plot_png(report: ComparisonReport) -> dict[str, bytes]:
         axis.set_title(f"success vs cost ({unit})", fontsize=9)
         axis.legend(fontsize=7)
         fig.tight_layout()
-        plots[name] = _png(fig, plt)
+        plots[name] = _png(fig)
     return plots
 
 
@@ -144,8 +150,7 @@ def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]
     return front
 
 
-def _png(fig, plt) -> bytes:
+def _png(fig) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
     return buffer.getvalue()

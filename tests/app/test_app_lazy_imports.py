@@ -1,0 +1,187 @@
+"""What a command loads is what its step needs (issue 22, "a fast first run").
+
+``--help`` composes the config and lists the config groups: it needs Hydra, never the
+statistics (scipy), the plots (matplotlib), the HTTP client (httpx), the reports
+(jinja2, rich) or the config schema with the harness and model stack behind it.
+Checking a config needs the schema, not scipy, matplotlib or httpx. The comparison
+and report modules load scipy and matplotlib only when they compute or draw. Each
+check runs in a fresh interpreter and reads its ``sys.modules``: a module-level import
+added to the wrong place fails here, whatever the machine's speed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+# Loaded by a run when it compares, draws, reports or calls an HTTP model; never by a
+# command that only composes or checks a config.
+STATISTICS_AND_PLOTS = ("scipy", "matplotlib", "httpx")
+# --help answers from Hydra alone.
+NOT_FOR_HELP = (
+    *STATISTICS_AND_PLOTS,
+    "numpy",
+    "jinja2",
+    "rich",
+    "pydantic",
+    "xaytune.app.config",
+    "xaytune.harness",
+    "xaytune.models",
+    "xaytune.core.harness_comparison",
+)
+
+# Runs ``python -m xaytune <argv>`` as runpy does for ``-m``, then writes the names
+# of the loaded modules to the file named by the first argument.
+_CLI = """
+import json, runpy, sys
+record, argv = sys.argv[1], sys.argv[2:]
+sys.argv = ["xaytune", *argv]
+try:
+    runpy.run_module("xaytune", run_name="__main__", alter_sys=True)
+except SystemExit as stop:
+    code = stop.code or 0
+else:
+    code = 0
+with open(record, "w") as out:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, out)
+"""
+
+# Composes the quickstart, validates it and runs every pre-run check, as the task
+# function does before any model call.
+_CHECK_CONFIG = """
+import json, sys
+from hydra import compose, initialize_config_module
+from xaytune.app.cli import register_resolvers
+from xaytune.app.main import resolve_config
+from xaytune.app.parts import preflight
+
+register_resolvers()
+with initialize_config_module("xaytune.conf", version_base="1.3"):
+    raw = compose("config", overrides=["+experiment=quickstart"])
+cfg, _ = resolve_config(raw)
+preflight(cfg)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+_IMPORT_COMPARE_AND_REPORT = """
+import json, sys
+import xaytune.core.harness_comparison, xaytune.report, xaytune.app.gather
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    """The names (packages or modules) of ``names`` that ``modules`` holds."""
+    return [name for name in names if name in modules]
+
+
+def _python(code: str, *args: str, cwd: Path, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def test_help_loads_neither_the_run_nor_the_config_schema(tmp_path, cli_env):
+    record = tmp_path / "modules.json"
+    out = _python(_CLI, str(record), "--help", cwd=tmp_path, env=cli_env)
+    assert "experiment: " in out  # the config groups are listed
+    facts = json.loads(record.read_text())
+    assert facts["code"] == 0
+    assert _loaded(facts["modules"], NOT_FOR_HELP) == []
+    assert not (tmp_path / "experiments").exists()
+
+
+def test_printing_the_composed_config_loads_no_statistics_or_plots(tmp_path, cli_env):
+    record = tmp_path / "modules.json"
+    out = _python(
+        _CLI, str(record), "+experiment=quickstart", "--cfg", "job", cwd=tmp_path, env=cli_env
+    )
+    assert "name: quickstart" in out
+    assert _loaded(json.loads(record.read_text())["modules"], NOT_FOR_HELP) == []
+
+
+def test_checking_a_config_loads_no_statistics_plots_or_http_client(tmp_path, cli_env):
+    modules = json.loads(_python(_CHECK_CONFIG, cwd=tmp_path, env=cli_env))
+    assert "xaytune.app.config" in modules  # the schema did the checking
+    assert _loaded(modules, STATISTICS_AND_PLOTS) == []
+
+
+def test_comparison_and_report_modules_load_scipy_and_matplotlib_only_to_use_them(
+    tmp_path, cli_env
+):
+    modules = json.loads(_python(_IMPORT_COMPARE_AND_REPORT, cwd=tmp_path, env=cli_env))
+    assert _loaded(modules, ("scipy", "matplotlib")) == []
+
+
+def test_a_run_loads_the_statistics_but_not_scipy_stats_or_pyplot(tmp_path, cli_env):
+    record = tmp_path / "modules.json"
+    out_dir = tmp_path / "run"
+    env = {**cli_env, "XAYTUNE_CACHE_MODE": "off"}
+    _python(
+        _CLI,
+        str(record),
+        "+experiment=quickstart",
+        "progress=false",
+        f"hydra.run.dir={out_dir}",
+        cwd=tmp_path,
+        env=env,
+    )
+    facts = json.loads(record.read_text())
+    assert facts["code"] == 0
+    assert (out_dir / "comparison" / "paired_differences.png").is_file()
+    # What the comparison and the plots do need is loaded; the heavier entry points
+    # (the distribution classes, pyplot's state machine) and the HTTP client are not.
+    assert _loaded(facts["modules"], ("scipy.special", "matplotlib.figure")) == [
+        "scipy.special",
+        "matplotlib.figure",
+    ]
+    assert _loaded(facts["modules"], ("scipy.stats", "matplotlib.pyplot", "httpx")) == []
+
+
+def test_hydra_config_lookups_share_the_config_store():
+    from hydra._internal.config_repository import CachingConfigRepository, ConfigRepository
+    from hydra._internal.utils import create_config_search_path
+    from hydra.core.config_store import ConfigStore
+
+    from xaytune.app._hydra_repository import share_config_store
+
+    share_config_store()
+    share_config_store()  # idempotent
+    repository = ConfigRepository(create_config_search_path("pkg://xaytune.conf"))
+    copy = CachingConfigRepository(repository)
+    assert copy.delegate is not repository
+    assert copy.delegate.sources is not repository.sources  # still a copy to re-initialise
+    # ... sharing the one ConfigStore instead of copying it.
+    stores = [getattr(source, "store", None) for source in copy.delegate.sources]
+    assert any(store is ConfigStore.instance() for store in stores)
+    assert sorted(copy.get_group_options("experiment")) == sorted(
+        repository.get_group_options("experiment")
+    )
+
+
+@pytest.mark.parametrize("replicates", [2, 3, 5, 10, 30])
+@pytest.mark.parametrize("ratio", [0.0, 1e-9, 0.5, 2.0, 2.9999, 7.5, 1e6])
+def test_summary_p_value_is_scipy_stats_t_sf_bit_for_bit(replicates, ratio):
+    # The summary across models reads t.sf from its ufunc instead of importing
+    # scipy.stats: the same number.
+    from scipy import stats as scipy_stats
+
+    from xaytune.app.summary import _p_value
+
+    for mean in (ratio, -ratio):
+        expected = float(2 * scipy_stats.t.sf(abs(mean / 1.0), df=replicates - 1))
+        assert _p_value(mean, 1.0, replicates) == expected
