@@ -3,6 +3,7 @@ repeats and spread, absences, bounded concurrency, any Model (HTTP included)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import statistics
 import threading
@@ -254,3 +255,26 @@ def test_openai_compatible_judge_over_http(run, tmp_path):
     assert len(_Judge.bodies) == ANSWERED
     observed = quality(evaluation)
     assert {observed[t] for t in ("right", "wrong", "big")} == {(4.0, None)}
+
+
+def test_the_judge_closes_its_model_client_in_the_event_loop_it_used(run, tmp_path, kit):
+    # An HTTP judge holds connections per event loop, and the judging loop ends with the
+    # evaluation: the judge closes them there (issue 22; unclosed, they leak, and
+    # aiohttp reports an unclosed session).
+    class Closing(kit.CountingModel):
+        def __init__(self, inner) -> None:
+            super().__init__(inner)
+            self.used_in: set[asyncio.AbstractEventLoop] = set()
+            self.closed_in: list[asyncio.AbstractEventLoop] = []
+
+        async def complete(self, request):
+            self.used_in.add(asyncio.get_running_loop())
+            return await super().complete(request)
+
+        async def aclose(self) -> None:
+            self.closed_in.append(asyncio.get_running_loop())
+
+    judge = Closing(SimulatedModel(seed=7, judge_noise_rate=0.0))
+    judge_run(run, tmp_path / "o", judge)
+    assert len(judge.requests) == ANSWERED
+    assert len(judge.closed_in) == 1 and set(judge.closed_in) == judge.used_in

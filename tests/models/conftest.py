@@ -33,17 +33,32 @@ class Received:
     body: Any
 
 
+class _Listener(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512  # many clients connecting at once are not dropped
+
+
 class ScriptedServer:
-    """Serves scripted responses in order; an exhausted script answers 500."""
+    """Serves scripted responses in order; an exhausted script answers 500.
+
+    It counts the connections it accepted and the most requests it held at once."""
 
     def __init__(self) -> None:
         self.script: deque[Scripted] = deque()
         self.received: list[Received] = []
+        self.connections = 0
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server.connections += 1
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
@@ -53,7 +68,13 @@ class ScriptedServer:
                         Received(self.path, dict(self.headers.items()), json.loads(raw or b"null"))
                     )
                     reply = server.script.popleft() if server.script else Scripted(500, {})
-                time.sleep(reply.delay_s)
+                    server.in_flight += 1
+                    server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
+                try:
+                    time.sleep(reply.delay_s)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
                 payload = (
                     reply.body.encode()
                     if isinstance(reply.body, str)
@@ -72,8 +93,7 @@ class ScriptedServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return  # keep test output clean
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Listener(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import socket
 import time
+import warnings
 
 import pytest
 
@@ -361,3 +363,79 @@ def test_tool_call_arguments_breaking_a_limit_pass_through_to_the_toolbox(chat_s
     assert tool_call.arguments == deep
     result = Toolbox.default().call(tool_call, authorized=frozenset({"calculator"}))
     assert result.error == "bad-arguments" and "too-deep" in result.content
+
+
+# -- the connection pool (issue 22): no cap of the adapter's own, connections kept alive ----
+
+
+def test_every_concurrent_request_is_in_flight_at_once_and_connections_are_reused(chat_server):
+    # 150 concurrent calls, each held 0.5 s by the server: all 150 reach it together
+    # (httpx's default pool held at most 100, aiohttp's default connector 100 too), and
+    # a second round reuses the 150 connections instead of opening new ones.
+    calls = 150
+    chat_server.respond(body=completion(), delay_s=0.5, times=2 * calls)
+    model = OpenAICompatibleModel(chat_server.base_url, "tiny-chat", max_retries=0)
+
+    async def rounds():
+        try:
+            first = await asyncio.gather(*(model.complete(HELLO) for _ in range(calls)))
+            second = await asyncio.gather(*(model.complete(HELLO) for _ in range(calls)))
+            return first + second
+        finally:
+            await model.aclose()
+
+    replies = asyncio.run(rounds())
+    assert [reply.text for reply in replies] == ["hi"] * (2 * calls)
+    assert chat_server.peak_in_flight == calls
+    assert chat_server.connections == calls
+
+
+def test_a_loop_that_ends_without_aclose_closes_the_session_in_that_loop(chat_server, caplog):
+    # HarnessRunner.run and a quick asyncio.run(model.complete(...)) never await
+    # aclose(): the loop's shutdown closes the session, so nothing is reported unclosed
+    # and the server sees each connection closed.
+    chat_server.respond(body=completion("one"))
+    chat_server.respond(body=completion("two"))
+    model = OpenAICompatibleModel(chat_server.base_url, "tiny-chat")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = asyncio.run(model.complete(HELLO))
+        second = asyncio.run(model.complete(HELLO))  # a new loop: a new session
+        gc.collect()
+    assert (first.text, second.text) == ("one", "two")
+    assert chat_server.connections == 2
+    unclosed = [str(w.message) for w in caught if "nclosed" in str(w.message)]
+    assert unclosed == [] and "nclosed" not in caplog.text
+
+
+_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+
+def test_the_environments_proxy_carries_requests_and_no_proxy_bypasses_it(chat_server, monkeypatch):
+    # As with httpx before: HTTP_PROXY is honoured and NO_PROXY names hosts reached directly.
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    proxy = chat_server.base_url.removesuffix("/v1")
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    chat_server.respond(body=completion("through the proxy"))
+    reply = run(OpenAICompatibleModel("http://model.invalid/v1", "tiny-chat", max_retries=0))
+    assert reply.text == "through the proxy"
+    assert chat_server.received[0].path == "http://model.invalid/v1/chat/completions"
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{probe.getsockname()[1]}")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    chat_server.respond(body=completion("directly"))
+    reply = run(OpenAICompatibleModel(chat_server.base_url, "tiny-chat", max_retries=0))
+    assert reply.text == "directly"
+    assert chat_server.received[1].path == "/v1/chat/completions"
+
+
+def test_a_redirect_is_not_followed_but_refused_as_a_model_error(chat_server):
+    # The body (and the key) go to the configured endpoint only, never to another URL.
+    chat_server.respond(307, {}, headers={"Location": chat_server.base_url + "/elsewhere"})
+    error = refusal(OpenAICompatibleModel(chat_server.base_url, "tiny-chat", max_retries=0))
+    assert error.reason == "model-error" and "HTTP 307" in str(error)
+    assert [sent.path for sent in chat_server.received] == ["/v1/chat/completions"]

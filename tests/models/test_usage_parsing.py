@@ -44,7 +44,14 @@ def body(name: str) -> str:
 def complete(server, raw: str):
     server.respond(200, raw)  # a str body is sent as it is, byte for byte
     model = OpenAICompatibleModel(server.base_url, "m", max_retries=0)
-    return asyncio.run(model.complete(REQUEST))
+
+    async def once():
+        try:
+            return await model.complete(REQUEST)
+        finally:
+            await model.aclose()
+
+    return asyncio.run(once())
 
 
 # (fixture, input, output, cached, reasoning): read off each body by hand.

@@ -244,7 +244,13 @@ class HarnessJudgeEvaluator(EvaluatorBase):
             )
             return [score for score, _ in passes], [call for _, calls in passes for call in calls]
 
-        return list(await asyncio.gather(*(task(job) for job in jobs)))
+        try:
+            return list(await asyncio.gather(*(task(job) for job in jobs)))
+        finally:
+            # An HTTP judge's connections belong to this event loop, which ends here.
+            close = getattr(self.judge_model, "aclose", None)
+            if close is not None:
+                await close()
 
     async def _one_pass(
         self,

@@ -9,6 +9,14 @@ retry policy decides what happens next. Everything else is a terminal
 without token usage is refused (``usage-missing``); cached and reasoning tokens are
 read when the reply gives them and None otherwise (:mod:`xaytune.models._usage`).
 
+The HTTP client is aiohttp's, one session per event loop, with no connection cap of
+its own: the caller bounds the requests in flight (``HarnessRunner.run_many``'s
+``concurrency``, a judge's), and every connection is kept alive for the next request.
+httpx was measured slower at the concurrency a run asks for (``benchmarks/server.py``):
+its default pool caps requests in flight at 100 and keeps 20 connections alive, and
+its pool's bookkeeping costs CPU per request that grows with the connections held
+(with 200 held, more than the request itself).
+
 A reply is read within :mod:`xaytune.core.limits` before it is parsed: a body over
 ``MAX_MODEL_REPLY_BYTES`` (read in chunks, never whole), nested deeper than
 ``MAX_JSON_DEPTH``, with an integer over ``MAX_INT_DIGITS`` digits, a number beyond a
@@ -26,11 +34,16 @@ import email.utils
 import json
 import math
 import os
+import ssl
 import time
+import urllib.parse
+import urllib.request
 import weakref
+from collections.abc import AsyncGenerator
 from typing import Any
 
-import httpx
+import aiohttp
+import certifi
 
 from xaytune.core import limits
 from xaytune.core.canonical import MAX_SAFE_INTEGER
@@ -76,6 +89,14 @@ _CONTEXT_WORDS = (
 _UNKNOWN_MODEL_WORDS = ("does not exist", "not found", "model_not_found", "unknown model")
 # Body fields the client owns; a parameter may not override them.
 _RESERVED = frozenset({"model", "messages", "tools", "stream"})
+_JSON_HEADERS = {"Content-Type": "application/json"}
+# A connection that failed or broke mid-reply (or answered with something that is not
+# HTTP): worth another try. Other client errors are definitive.
+_CONNECTION_ERRORS = (
+    aiohttp.ClientConnectionError,
+    aiohttp.ClientPayloadError,
+    aiohttp.ClientResponseError,
+)
 
 
 def _message_payload(message: Message) -> dict[str, Any]:
@@ -119,20 +140,58 @@ def _is_token_count(value: Any) -> bool:
     return _is_count(value) and value <= MAX_SAFE_INTEGER
 
 
-async def _read_body(response: httpx.Response) -> bytes:
-    """The body of a streamed ``response``, refused past ``MAX_MODEL_REPLY_BYTES``."""
+def _encode(body: dict[str, Any]) -> bytes:
+    """The request body: compact UTF-8 JSON; NaN and infinities are refused (ValueError)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+async def _read_body(response: aiohttp.ClientResponse) -> bytes:
+    """The body of ``response`` as it arrives, refused past ``MAX_MODEL_REPLY_BYTES``."""
     limit = limits.MAX_MODEL_REPLY_BYTES
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and len(declared) < 20 and int(declared) > limit:
-        raise _TooLarge(int(declared))
+    declared = response.content_length
+    if declared is not None and declared > limit:
+        raise _TooLarge(declared)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
+    async for chunk in response.content.iter_any():
         size += len(chunk)
         if size > limit:
             raise _TooLarge(size)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``NO_PROXY``, ...),
+    as httpx honoured them: read once per session, not per request (aiohttp's
+    ``trust_env`` reads it, and ``~/.netrc``, in a worker thread for every request)."""
+    host = urllib.parse.urlsplit(url).hostname
+    if host is None or urllib.request.proxy_bypass(host):
+        return None
+    return urllib.request.getproxies().get(url.split("://", 1)[0])
+
+
+def _tls_context() -> ssl.SSLContext:
+    """certifi's CA bundle, as httpx used, unless ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``
+    name others (OpenSSL's default paths read both)."""
+    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context()
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+async def _closed_at_loop_shutdown(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
+    """Parked at its ``yield`` for the life of the session; closing it closes the session.
+
+    Its event loop closes every parked async generator when it shuts down
+    (``asyncio.run`` does, as does every ``asyncio.Runner``), so a session whose
+    owner never awaited :meth:`OpenAICompatibleModel.aclose` (``HarnessRunner.run``
+    runs one task in a loop of its own) still closes its connections in its own loop,
+    instead of leaking them and being reported unclosed at garbage collection.
+    """
+    try:
+        yield
+    finally:
+        await session.close()
 
 
 class _TooLarge(Exception):
@@ -149,9 +208,10 @@ class OpenAICompatibleModel:
     passed through in the request body and pinned in the identity; ``base_url`` is
     where the model is served, not what it is, so it is an attribute and not part of
     the identity. The API key is read from ``api_key_env`` once, at construction,
-    and never appears in the identity, in messages or in a repr. One HTTP client is
+    and never appears in the identity, in messages or in a repr. One HTTP session is
     kept for the running event loop, created lazily; await :meth:`aclose` before that
-    loop ends (a later loop gets a new client, so sequential loops work).
+    loop ends (a later loop gets a new session, so sequential loops work). The session
+    opens as many connections as there are requests in flight and keeps them alive.
     """
 
     def __init__(
@@ -165,7 +225,6 @@ class OpenAICompatibleModel:
         timeout_s: float = 60.0,
         max_retries: int = 3,
         backoff_s: float = 0.5,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         where = f"model {model!r} at {base_url}"
         if not base_url.startswith(("http://", "https://")):
@@ -199,9 +258,10 @@ class OpenAICompatibleModel:
         self._timeout_s = float(timeout_s)
         self._max_retries = max_retries
         self._backoff_s = float(backoff_s)
-        self._transport = transport
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._session_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
+        self._proxy: str | None = None
         self._identity = ModelIdentity(
             provider="openai-compatible", model=model, revision=revision, parameters=parameters
         )
@@ -215,22 +275,28 @@ class OpenAICompatibleModel:
         return self._identity
 
     async def aclose(self) -> None:
-        """Close this event loop's HTTP client (a client of another loop is dropped)."""
-        client, self._client = self._client, None
-        owner = self._client_loop() if self._client_loop is not None else None
-        self._client_loop = None
-        if client is not None and owner is asyncio.get_running_loop():
-            await client.aclose()
+        """Close this event loop's HTTP session (a session of another loop is dropped)."""
+        closer, self._closer = self._closer, None
+        owner = self._session_loop() if self._session_loop is not None else None
+        self._session = self._session_loop = None
+        if closer is not None and owner is asyncio.get_running_loop():
+            await closer.aclose()  # its ``finally`` closes the session
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """One chat completion, with transport retries counted in ``reply.retries``."""
-        body = self._body(request)
-        client = self._client_for_this_loop()
+        body = _encode(self._body(request))
+        session = await self._session_for_this_loop()
         retries = 0
         while True:
             delay: float | None = None
             try:
-                async with client.stream("POST", self._url, json=body) as response:
+                async with session.post(
+                    self._url,
+                    data=body,
+                    headers=_JSON_HEADERS,
+                    proxy=self._proxy,
+                    allow_redirects=False,  # a redirect is the endpoint's error, as before
+                ) as response:
                     raw = await _read_body(response)
             except _TooLarge as error:
                 raise ModelError(
@@ -239,20 +305,20 @@ class OpenAICompatibleModel:
                     f"is {limits.MAX_MODEL_REPLY_BYTES:,} (MAX_MODEL_REPLY_BYTES)",
                     retries=retries,
                 ) from None
-            except httpx.TimeoutException as error:
+            except TimeoutError as error:  # aiohttp's timeouts are TimeoutErrors too
                 failure = f"no reply within {self._timeout_s:g}s ({type(error).__name__})"
-            except (httpx.NetworkError, httpx.RemoteProtocolError) as error:
+            except _CONNECTION_ERRORS as error:
                 failure = f"connection failed ({type(error).__name__})"
-            except httpx.HTTPError as error:
+            except aiohttp.ClientError as error:
                 raise ModelError(
                     "model-error",
                     f"{self._where}: request failed ({type(error).__name__})",
                     retries=retries,
                 ) from None
             else:
-                if response.status_code not in _RETRY_STATUSES:
-                    return self._reply(response, raw, retries)
-                failure = f"HTTP {response.status_code}"
+                if response.status not in _RETRY_STATUSES:
+                    return self._reply(response.status, raw, retries)
+                failure = f"HTTP {response.status}"
                 delay = _retry_after(response.headers.get("retry-after"))
             if retries >= self._max_retries:
                 raise TransientModelError(
@@ -264,17 +330,28 @@ class OpenAICompatibleModel:
             retries += 1
 
     # ------------------------------------------------------------ internals
-    def _client_for_this_loop(self) -> httpx.AsyncClient:
+    async def _session_for_this_loop(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
-        owner = self._client_loop() if self._client_loop is not None else None
-        if self._client is None or owner is not loop:
-            # A client is bound to the loop it was first used on; a new loop gets its own.
+        owner = self._session_loop() if self._session_loop is not None else None
+        if self._session is None or owner is not loop:
+            # A session is bound to the loop it was first used on; a new loop gets its own.
             headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self._timeout_s), transport=self._transport, headers=headers
+            tls = _tls_context() if self._url.startswith("https://") else True
+            self._proxy = _environment_proxy(self._url)
+            self._session = aiohttp.ClientSession(
+                # No cap of its own (aiohttp's default is 100): the caller bounds the
+                # requests in flight, and a cap below that would queue them here.
+                connector=aiohttp.TCPConnector(limit=0, ssl=tls),
+                # Each phase of a request (connecting, every read) within timeout_s.
+                timeout=aiohttp.ClientTimeout(
+                    total=None, connect=self._timeout_s, sock_read=self._timeout_s
+                ),
+                headers=headers,
             )
-            self._client_loop = weakref.ref(loop)
-        return self._client
+            self._session_loop = weakref.ref(loop)
+            self._closer = _closed_at_loop_shutdown(self._session)
+            await anext(self._closer)  # parked until aclose() or the loop's shutdown
+        return self._session
 
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -321,8 +398,7 @@ class OpenAICompatibleModel:
             text = text.replace(self._api_key, "***")
         return " ".join(text.split())[:200]
 
-    def _refusal(self, response: httpx.Response, raw: bytes, retries: int) -> ModelError:
-        status = response.status_code
+    def _refusal(self, status: int, raw: bytes, retries: int) -> ModelError:
         if status in (401, 403):
             hint = f" (key from {self._api_key_env})" if self._api_key_env else " (no API key)"
             return ModelError(
@@ -356,9 +432,9 @@ class OpenAICompatibleModel:
     def _malformed(self, problem: str, retries: int) -> ModelError:
         return ModelError("model-error", f"{self._where}: {problem}", retries=retries)
 
-    def _reply(self, response: httpx.Response, raw: bytes, retries: int) -> ModelReply:
-        if not response.is_success:
-            raise self._refusal(response, raw, retries)
+    def _reply(self, status: int, raw: bytes, retries: int) -> ModelReply:
+        if not 200 <= status < 300:
+            raise self._refusal(status, raw, retries)
         try:
             data = self._parse(raw)
         except limits.LimitError as breach:
@@ -368,7 +444,7 @@ class OpenAICompatibleModel:
         choices = data.get("choices") if isinstance(data, dict) else None
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             if isinstance(data, dict) and "error" in data:
-                raise self._refusal(response, raw, retries)
+                raise self._refusal(status, raw, retries)
             raise self._malformed("the reply has no choices", retries)
         usage = data.get("usage")
         if not (
