@@ -127,6 +127,83 @@ def tree_bytes(root: Path) -> tuple[int, int]:
     return total, files
 
 
+# The background writer of ``busy_disk``: a child process that writes 256 KiB blocks
+# to one file and fsyncs after each (wrapping at 256 MiB) until its stdin closes, then
+# prints the MiB it wrote, its wall and its CPU seconds. Each fsync commits the
+# filesystem's journal, so the store's file creations and syncs queue behind it; its
+# small blocks keep it waiting on the disk rather than copying (a neighbour's database
+# or build, not a second CPU-bound process on a 2-core machine).
+_WRITER = r"""
+import os, sys, threading, time
+path = sys.argv[1]
+stop = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+block = os.urandom(256 << 10)
+written = 0
+started, cpu = time.perf_counter(), time.process_time()
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+try:
+    while not stop.is_set():
+        if written and written % 1024 == 0:
+            os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, block)
+        os.fsync(fd)
+        written += 1
+finally:
+    os.close(fd)
+    os.unlink(path)
+wall = time.perf_counter() - started
+print(f"{written / 4:.2f} {wall:.3f} {time.process_time() - cpu:.3f}", flush=True)
+"""
+
+
+@dataclass
+class BusyDisk:
+    """What the background writer did: MiB written and fsynced, over how long."""
+
+    mib: float = 0.0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+
+    @property
+    def mib_per_s(self) -> float:
+        return self.mib / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu_share(self) -> float:
+        """The share of one CPU the writer used (its syscalls' kernel time included)."""
+        return self.cpu_seconds / self.seconds if self.seconds else 0.0
+
+
+@contextmanager
+def busy_disk(directory: Path, *, enabled: bool = True) -> Iterator[BusyDisk]:
+    """Keep the disk under ``directory`` busy while the block runs (when ``enabled``).
+
+    A child process writes and fsyncs 256 KiB blocks into ``directory`` (the filesystem
+    under test) without pause; it is stopped, and its file removed, when the block
+    ends, even on an error. The yielded record is filled in after the block.
+    """
+    record = BusyDisk()
+    if not enabled:
+        yield record
+        return
+    import subprocess
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(directory / "busy-writer.bin")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(0.5)  # let it reach a steady state before anything is timed
+        yield record
+    finally:
+        out, _ = child.communicate(input="", timeout=60)
+        mib, seconds, cpu = out.split()
+        record.mib, record.seconds, record.cpu_seconds = float(mib), float(seconds), float(cpu)
+
+
 @contextmanager
 def work_dir(parent: Path | None, prefix: str, keep: bool = False) -> Iterator[Path]:
     """A fresh directory under ``parent`` (default: the current directory)."""

@@ -11,13 +11,20 @@ For each concurrency ``c`` the ideal wall time is ``tasks * turns * latency / c`
 efficiency is ``ideal / actual``. Each concurrency prints one human line and one
 machine-readable line::
 
-    concurrency=<c> tasks_per_s=<x> efficiency=<ideal/actual>
+    disk=<quiet|busy> concurrency=<c> tasks_per_s=<x> efficiency=<ideal/actual>
 
 Usage (from the repository root)::
 
     PYTHONPATH=. python benchmarks/latency.py
     PYTHONPATH=. python benchmarks/latency.py --tasks 1000 --concurrency 10,50,200
+    PYTHONPATH=. python benchmarks/latency.py --disk busy     # beside a background writer
     PYTHONPATH=. python benchmarks/latency.py --profile 200   # cProfile one run
+
+``--disk`` (default ``quiet,busy``) runs each level twice: on the disk as it is, and
+beside a background writer the script starts and stops itself (a child process
+appending and fsyncing 1 MiB blocks in the store's directory without pause, as a
+neighbour's build or database would): the store's own fsyncs then wait for the
+writer's data, and its file creations for the journal. The writer's MiB/s is printed.
 
 This is a plain script, not a test: the figures depend on the machine.
 """
@@ -144,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", default="10,50,200", help="comma-separated levels")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per model call")
     parser.add_argument("--durability", choices=("fsync", "none"), default="fsync")
+    parser.add_argument(
+        "--disk", default="quiet,busy", help="quiet, busy or both: without / beside a writer"
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs per level (median reported)")
     parser.add_argument(
         "--dir", type=Path, default=None, help="parent of the store (default: the current dir)"
@@ -155,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     levels = [int(level) for level in args.concurrency.split(",") if level.strip()]
     if args.tasks < 1 or any(level < 1 for level in levels):
         parser.error("--tasks and every concurrency must be >= 1")
+    disks = [disk.strip() for disk in args.disk.split(",") if disk.strip()]
+    if not disks or any(disk not in ("quiet", "busy") for disk in disks):
+        parser.error("--disk takes quiet, busy or quiet,busy")
 
     with common.work_dir(args.dir, "xaytune-latency-") as root:
         tasks, references = generate_arith_tools(count=max(args.tasks, 1))
@@ -167,30 +180,35 @@ def main(argv: list[str] | None = None) -> int:
             f"# {args.tasks} tasks, {args.latency * 1000:.0f} ms per model call, "
             f"durability={args.durability}, {args.repeat} run(s) per level (median reported)"
         )
-        for level in levels:
-            runs = []
-            for i in range(args.repeat):
-                m = run_once(
-                    suite,
-                    root / f"c{level}-{i}",
-                    tasks=args.tasks,
-                    concurrency=level,
-                    latency=args.latency,
-                    durability=args.durability,
-                )
-                runs.append(m)
+        for disk in disks:
+            for level in levels:
+                runs = []
+                for i in range(args.repeat):
+                    with common.busy_disk(root, enabled=disk == "busy") as writer:
+                        m = run_once(
+                            suite,
+                            root / f"{disk}-c{level}-{i}",
+                            tasks=args.tasks,
+                            concurrency=level,
+                            latency=args.latency,
+                            durability=args.durability,
+                        )
+                    m["writer_mib_s"] = writer.mib_per_s
+                    runs.append(m)
+                    beside = f", writer {writer.mib_per_s:.0f} MiB/s" if disk == "busy" else ""
+                    print(
+                        f"{disk} disk, concurrency {level:>4}: {m['wall_s']:.2f} s wall vs "
+                        f"{m['ideal_s']:.2f} s ideal ({m['turns']:.2f} turns/task), "
+                        f"{m['tasks_per_s']:.1f} tasks/s, efficiency {m['efficiency']:.3f} "
+                        f"(compile {m['compile_s']:.2f} s, untimed{beside})"
+                    )
+                runs.sort(key=lambda run: run["efficiency"])
+                m = runs[len(runs) // 2]
                 print(
-                    f"concurrency {level:>4}: {m['wall_s']:.2f} s wall vs {m['ideal_s']:.2f} s "
-                    f"ideal ({m['turns']:.2f} turns/task), {m['tasks_per_s']:.1f} tasks/s, "
-                    f"efficiency {m['efficiency']:.3f} (compile {m['compile_s']:.2f} s, untimed)"
+                    f"disk={disk} concurrency={level} tasks_per_s={m['tasks_per_s']:.1f} "
+                    f"efficiency={m['efficiency']:.3f} writer_mib_s={m['writer_mib_s']:.0f}",
+                    flush=True,
                 )
-            runs.sort(key=lambda run: run["efficiency"])
-            m = runs[len(runs) // 2]
-            print(
-                f"concurrency={level} tasks_per_s={m['tasks_per_s']:.1f} "
-                f"efficiency={m['efficiency']:.3f}",
-                flush=True,
-            )
         if args.profile:
             profiler = cProfile.Profile()
             m = run_once(

@@ -711,3 +711,29 @@ def test_run_many_cancelled_seals_every_in_flight_attempt_partial(source, tmp_pa
     for path in files:
         seal, events = read_attempt(path)
         assert seal["status"] == "partial" and events[-2]["type"] == "interrupted"
+
+
+def test_run_many_stops_with_the_error_of_a_failed_group_commit(source, tmp_path: Path, monkeypatch):
+    from xaytune.harness.evidence import _commit
+
+    def full_disk() -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_commit, "_sync", full_disk)
+    bench = Bench(source, tmp_path / "store", count=12)
+    seen = []
+    with pytest.raises(OSError, match="No space left"):
+        asyncio.run(
+            HarnessRunner().run_many(
+                bench.specs(CALC),
+                model=SimulatedModel(seed=1),
+                toolbox=Toolbox.default(),
+                authorized_tools=TOOLS,
+                concurrency=3,
+                progress=seen.append,
+            )
+        )
+    assert seen == []  # no attempt is reported before its seal is in place
+    # nothing is sealed: every attempt written is open (recovered partial by a resume)
+    for path in attempt_files(bench.store.root):
+        assert AttemptParts.of(path.read_bytes(), str(path)).seal is None

@@ -109,10 +109,9 @@ _SEALING: ContextVar[list[asyncio.Future[None]] | None] = ContextVar(
 # Set by run_many: the seal journal of each store its attempts write to, opened once.
 _JOURNALS: ContextVar[dict[str, SealJournal] | None] = ContextVar("xaytune_journals", default=None)
 
-
 def _journal_of(spec: AgentExecutionSpec) -> SealJournal | None:
     """The journal of the store a task-bound spec writes to (None for other specs)."""
-    if spec.output_uri is None or spec.binding is None:
+    if spec.output_uri is None or spec.task_id is None:  # task_id: no binding is built
         return None
     path = journal_path(spec.output_uri)
     journals = _JOURNALS.get()
@@ -223,42 +222,69 @@ class HarnessRunner:
         authorized = frozenset(authorized_tools)
         for spec in specs:
             self._check(spec, model, toolbox, authorized)
-        semaphore = asyncio.Semaphore(concurrency)
+        results: list[TaskRun | None] = [None] * len(specs)
+        queue = iter(enumerate(specs))  # shared by the workers: each spec taken once, in order
+        settling: list[asyncio.Task[None]] = []
+        failure: list[BaseException] = []
 
-        async def one(spec: AgentExecutionSpec) -> TaskRun:
-            if resume and self._prepare_resume(spec, _journal_of(spec)):
-                return TaskRun(spec=spec, attempts=(), skipped=True)
-            sealing: list[asyncio.Future[None]] = []
-            _SEALING.set(sealing)  # this task's own context
-            async with semaphore:  # every spec was checked above, before anything ran
-                run = await self._run_checked(spec, model, toolbox, authorized, cancel)
+        async def settle(index: int, run: TaskRun, sealing: list[asyncio.Future[None]]) -> None:
             # Its attempts are reported (and returned) only once their seals are in place.
-            for done in sealing:
-                await asyncio.shield(done)
+            try:
+                for done in sealing:
+                    await asyncio.shield(done)
+            except BaseException as error:  # a failed commit stops the run, as a crash would
+                if not failure and not isinstance(error, asyncio.CancelledError):
+                    failure.append(error)
+                    for worker in workers:
+                        worker.cancel()
+                raise
+            finish(index, run)
+
+        def finish(index: int, run: TaskRun) -> None:
+            results[index] = run
             if progress is not None:
                 for attempt in run.attempts:
                     progress(attempt)
-            return run
+
+        async def work() -> None:
+            # One of ``concurrency`` workers, each running one task at a time: no task
+            # waits on a semaphore (whose waiter queue costs O(waiters) per wake-up).
+            for index, spec in queue:
+                if resume and self._prepare_resume(spec, _journal_of(spec)):
+                    results[index] = TaskRun(spec=spec, attempts=(), skipped=True)
+                    continue
+                sealing: list[asyncio.Future[None]] = []
+                _SEALING.set(sealing)  # this worker's own context, for this task
+                run = await self._run_checked(spec, model, toolbox, authorized, cancel)
+                if sealing:  # waits for its group commit outside the concurrency bound
+                    settling.append(asyncio.ensure_future(settle(index, run, sealing)))
+                else:
+                    finish(index, run)
 
         committer = GroupCommit() if self.durability == "fsync" else None
         token = _GROUP_COMMIT.set(committer)
         journals = _JOURNALS.set({})
         try:
-            tasks = [asyncio.ensure_future(one(spec)) for spec in specs]
+            workers = [asyncio.ensure_future(work()) for _ in range(min(concurrency, len(specs)))]
         finally:
             _GROUP_COMMIT.reset(token)
             _JOURNALS.reset(journals)
         try:
-            return list(await asyncio.gather(*tasks))
-        except BaseException:
-            for task in tasks:
+            await asyncio.gather(*workers)
+            await asyncio.gather(*settling)
+        except BaseException as error:
+            for task in (*workers, *settling):
                 task.cancel()
             # Let every in-flight attempt seal itself partial before we go.
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*workers, *settling, return_exceptions=True)
+            if failure and isinstance(error, asyncio.CancelledError):
+                raise failure[0] from None
             raise
         finally:
             if committer is not None:
                 await committer.drain()
+        assert all(run is not None for run in results)
+        return results  # type: ignore[return-value]
 
     # -- internals ----------------------------------------------------------------
 
@@ -293,7 +319,7 @@ class HarnessRunner:
                 f"spec pins model {spec.model.model}@{spec.model.revision}; "
                 f"runner was given {model.identity.model}@{model.identity.revision}",
             )
-        if spec.binding is not None and spec.output_uri is None:
+        if spec.task_id is not None and spec.output_uri is None:  # a task-bound spec
             raise ExecutionError(
                 "output-required", f"task {spec.task_id}: a task-bound spec needs output_uri"
             )
