@@ -49,16 +49,22 @@ def cannot_recompute(reason: str, what: str, error: BaseException) -> str:
 
 
 def comparison_problems(
-    base: Path, cfg: ExperimentConfig, source: SuiteSource, directory: Path | None = None
+    base: Path,
+    cfg: ExperimentConfig,
+    source: SuiteSource,
+    directory: Path | None = None,
+    *,
+    records: list[Path] | None = None,
 ) -> list[tuple[Path, str]]:
     """(file, problem) for each comparison file that is not what the replicates under
     ``base`` give under ``cfg``: in ``directory`` (a comparison made again), or every
     challenger's comparison of the run and, with several, their summary; none when
-    the run has no ``comparison/`` (a sweep's job)."""
+    the run has no ``comparison/`` (a sweep's job). ``records``: the replicate
+    records under ``base``, when the caller has listed the tree."""
     if not (base / COMPARISON_DIR).is_dir() and directory is None:
         return []
     try:
-        candidates = gather_candidates(base)
+        candidates = gather_candidates(base, records=records)
     except RECOMPUTE_ERRORS as error:
         where = base / COMPARISON_DIR if directory is None else directory
         return [(where, cannot_recompute("report-mismatch", "the comparison", error))]

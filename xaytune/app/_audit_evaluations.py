@@ -24,6 +24,7 @@ from xaytune.app.parts import part_change
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.evaluation.harness import recompute_harness_evaluation
+from xaytune.harness.evidence import HarnessRunEvidence
 from xaytune.harness.evidence.publish import PublishedSubject
 from xaytune.plugins import CodeIdentity
 
@@ -39,12 +40,14 @@ def evaluation_problems(
     directory: Path,
     record: dict[str, Any],
     subject: PublishedSubject,
+    evidence: HarnessRunEvidence,
     seed: int,
     warnings: list[str],
 ) -> list[tuple[Path, str]]:
     """(file, problem) for each recomputed evaluation of the replicate in ``directory``
     (of ``seed``, its record parsed as ``record``) that is not what its files and its
-    record say.
+    record say. ``evidence`` is the subject's, verified by the caller against
+    ``source`` and its store (each store is verified once per audit).
 
     An evaluation whose scorer's code here is not the code the run recorded cannot
     be recomputed faithfully: it is not, and a line is added to ``warnings`` instead
@@ -70,6 +73,7 @@ def evaluation_problems(
                 source=source,
                 directory=evaluation_dir(directory, label),
                 seed=seed,
+                verified=evidence,
             )
             recomputed.append(evaluation)
             for path, data in files.items():

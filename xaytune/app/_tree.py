@@ -1,4 +1,6 @@
-"""Facts about an output tree on disk that several commands need: links, the lock.
+"""Facts about an output tree on disk that several commands need: links, the lock,
+and one walk of the whole tree (:func:`walk_tree`) for an auditor that needs every
+file, every directory and every link, and should not walk the tree for each.
 
 One writer per tree: :func:`tree_lock` takes an exclusive ``flock`` on
 ``<tree>/.xaytune.lock`` for a run or a resume; a second writer is refused
@@ -8,17 +10,27 @@ is released by the kernel when the process ends, however it ends.
 
 from __future__ import annotations
 
+import bisect
 import errno
 import fcntl
 import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from xaytune.core.errors import ConfigError
 
-__all__ = ["LOCK_FILE", "find_links", "fresh_dir", "remove_stale_temporaries", "tree_lock"]
+__all__ = [
+    "LOCK_FILE",
+    "TreeFiles",
+    "find_links",
+    "fresh_dir",
+    "remove_stale_temporaries",
+    "tree_lock",
+    "walk_tree",
+]
 
 LOCK_FILE = ".xaytune.lock"
 # What a whole-or-nothing write leaves when its writer is killed before the rename:
@@ -54,6 +66,95 @@ def find_links(root: Path) -> list[Path]:
                 elif entry.is_dir():
                     pending.append(entry.path)
     return sorted(links)
+
+
+@dataclass(frozen=True)
+class TreeFiles:
+    """What one walk of a tree found, as path strings under ``root`` (a link is
+    listed, never followed): ``files`` (regular files), ``links``, ``others`` (a
+    FIFO, a socket: no writer makes one) and ``dirs``, each sorted as strings."""
+
+    root: Path
+    files: tuple[str, ...]
+    links: tuple[str, ...]
+    others: tuple[str, ...]
+    dirs: tuple[str, ...]
+
+    def named(self, name: str) -> list[Path]:
+        """Every entry named ``name`` (a file, link or directory), sorted as paths:
+        what ``sorted(root.rglob(name))`` gives."""
+        tail = os.sep + name
+        found = (
+            path
+            for kind in (self.files, self.links, self.others, self.dirs)
+            for path in kind
+            if path.endswith(tail)
+        )
+        return sorted(map(Path, found))
+
+    def under(self, kind: tuple[str, ...], base: Path) -> tuple[str, ...]:
+        """The paths of ``kind`` (one of this listing's tuples) inside ``base``."""
+        return self.starting(kind, os.fspath(base) + os.sep)
+
+    @staticmethod
+    def starting(kind: tuple[str, ...], prefix: str) -> tuple[str, ...]:
+        """The paths of ``kind`` (sorted strings) that start with ``prefix``."""
+        # In sorted order they lie from ``prefix`` up to its last character's successor.
+        low = bisect.bisect_left(kind, prefix)
+        high = bisect.bisect_left(kind, prefix[:-1] + chr(ord(prefix[-1]) + 1), low)
+        return kind[low:high]
+
+    def matching(self, base: Path, patterns: tuple[str, ...]) -> list[Path]:
+        """The files and links under ``base`` whose path relative to it matches one of
+        the glob ``patterns`` (``*``, ``?`` and ``**`` as ``Path.glob`` reads them)."""
+        regex = re.compile("|".join(f"(?:{_glob_regex(pattern)})" for pattern in patterns))
+        cut = len(os.fspath(base)) + 1
+        return sorted(
+            Path(path)
+            for kind in (self.files, self.links)
+            for path in self.under(kind, base)
+            if regex.fullmatch(path[cut:])
+        )
+
+
+def _glob_regex(pattern: str) -> str:
+    """A regular expression of the relative paths ``Path.glob(pattern)`` yields: ``**``
+    any number of directories (none included), ``*`` any part of one name."""
+    parts = []
+    for part in pattern.split("/"):
+        if part == "**":
+            parts.append("(?:[^/]+/)*")
+            continue
+        name = "".join(
+            "[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char) for char in part
+        )
+        parts.append(name + "/")
+    return "".join(parts)[:-1]
+
+
+def walk_tree(root: Path) -> TreeFiles:
+    """One walk of the tree under ``root`` (one scandir per directory, no stat; a
+    link is listed, never followed)."""
+    files: list[str] = []
+    links: list[str] = []
+    others: list[str] = []
+    dirs: list[str] = []
+    pending = [os.fspath(root)]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    links.append(entry.path)
+                elif entry.is_dir():
+                    dirs.append(entry.path)
+                    pending.append(entry.path)
+                elif entry.is_file():
+                    files.append(entry.path)
+                else:
+                    others.append(entry.path)
+    return TreeFiles(
+        root, tuple(sorted(files)), tuple(sorted(links)), tuple(sorted(others)), tuple(sorted(dirs))
+    )
 
 
 def remove_stale_temporaries(root: Path) -> list[Path]:

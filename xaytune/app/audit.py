@@ -15,12 +15,16 @@ for its own directory:
 Every evidence store in the tree must be listed by a manifest, and the tree holds
 no symbolic links (a writer never makes one; a link could show files from
 elsewhere). Problems are one line each, naming the file.
+
+The tree is walked once (:func:`~xaytune.app._tree.walk_tree`); every check reads
+what that walk found. Each store is verified once (``verify_run_evidence``), and
+what its verification found serves every later check of that store in the audit.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
@@ -34,12 +38,12 @@ from xaytune.app._manifest_view import (
     read_manifest,
     recorded_suite,
 )
-from xaytune.app._tree import LOCK_FILE, find_links
+from xaytune.app._tree import LOCK_FILE, TreeFiles, walk_tree
 from xaytune.app.cache import REUSE_FILE
 from xaytune.app.config import ComparisonConfig, ExperimentConfig, validate_config
 from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
 from xaytune.app.intent import INTENT_FILE, read_intent
-from xaytune.app.manifest import MANIFEST, report_files, what_is_run
+from xaytune.app.manifest import MANIFEST, REPORT_FILES, what_is_run
 from xaytune.app.models_run import MODELS_DIR, models_problems
 from xaytune.app.parts import part_change
 from xaytune.app.recompare import RECOMPARISON_PREFIX
@@ -80,6 +84,15 @@ class _Audit:
     intent_pairs: set[tuple[Path, Path]] = field(default_factory=set)
     # Not problems: what the tree records is intact, but the code here differs.
     warnings: list[str] = field(default_factory=list)
+    # What the one walk of the tree found (set before any check reads it).
+    tree: TreeFiles | None = None
+    # Each manifest as read (None: refused, named once).
+    manifests: dict[Path, ManifestView | None] = field(default_factory=dict)
+
+    @property
+    def files(self) -> TreeFiles:
+        assert self.tree is not None, "the tree is walked first"
+        return self.tree
 
     def problem(self, path: Path, message: str) -> None:
         """One line naming ``path`` (once: an error's message may name it already)."""
@@ -104,17 +117,21 @@ def audit_tree(
             continue
         audit.sources[given.digest] = given
     root = root.absolute()  # every problem names its file in full
-    manifests = sorted(root.rglob(MANIFEST))
+    audit.tree = walk_tree(root)
+    manifests = audit.files.named(MANIFEST)
     if not manifests:
         return [f"{root}: no {MANIFEST}; not an xaytune output tree"], audit.counts, []
-    _check_no_links(root, audit)
+    _check_no_links(audit)
+    records = audit.files.named(REPLICATE_FILE)
     listed: set[Path] = set()
     for path in manifests:
         try:
             manifest = read_manifest(path)
         except XaytuneError as error:
+            audit.manifests[path] = None
             audit.problem(path, str(error))
             continue
+        audit.manifests[path] = manifest
         source = _source(manifest, path, audit)
         _check_reports(manifest, path.parent, audit)
         cfg = _config(manifest, path, audit)
@@ -125,7 +142,8 @@ def audit_tree(
             for file, message in models_problems(cfg, path.parent):
                 audit.problem(file, message)
         elif source is not None and cfg is not None:
-            for file, message in comparison_problems(path.parent, cfg, source):
+            under = [record for record in records if record.is_relative_to(path.parent)]
+            for file, message in comparison_problems(path.parent, cfg, source, records=under):
                 audit.problem(file, message)
         _check_recomparisons(manifest, path, source, cfg, audit)
         _warn_adapter_change(manifest, path, audit)
@@ -140,12 +158,14 @@ def audit_tree(
                 mine.add(store_root.parent)
         # The comparison reads every replicate record under the run: each must be a
         # listed replicate's.
-        for record in sorted(path.parent.rglob(REPLICATE_FILE)):
+        for record in records:
+            if not record.is_relative_to(path.parent):
+                continue
             if models is not None and record.is_relative_to(models):
                 continue  # listed by that model's own manifest
             if record.parent not in mine:
                 audit.problem(record, "unlisted-replicate: a replicate the manifest does not list")
-    for marker in sorted(root.rglob(STORE_MARKER)):
+    for marker in audit.files.named(STORE_MARKER):
         if marker.parent not in listed:
             audit.problem(marker.parent, "unlisted-store: an evidence store no manifest lists")
     _check_strays(root, manifests, listed, audit)
@@ -196,15 +216,25 @@ def _check_recomparisons(
         except ValueError as error:
             audit.problem(path, f"bad-manifest: recomparison {entry.path}: {error}")
             continue
-        for file, message in comparison_problems(base, again, source, directory):
+        records = [
+            record for record in audit.files.named(REPLICATE_FILE) if record.is_relative_to(base)
+        ]
+        for file, message in comparison_problems(base, again, source, directory, records=records):
             audit.problem(file, message)
-    for directory in sorted(base.glob(RECOMPARISON_PREFIX + "*")):
+    prefix = os.path.join(base, RECOMPARISON_PREFIX)
+    found = [
+        Path(path)
+        for kind in (audit.files.dirs, audit.files.links)  # a link to a directory too
+        for path in audit.files.starting(kind, prefix)
+        if os.sep not in path[len(prefix) :]
+    ]
+    for directory in sorted(found):
         if directory.is_dir() and directory not in listed:
             audit.problem(directory, f"unlisted-comparison: {path} records no such comparison")
 
 
-def _check_no_links(root: Path, audit: _Audit) -> None:
-    for path in find_links(root):
+def _check_no_links(audit: _Audit) -> None:
+    for path in sorted(map(Path, audit.files.links)):
         audit.problem(path, "symlink: an output tree holds no links")
 
 
@@ -242,7 +272,7 @@ def _check_reports(manifest: ManifestView, base: Path, audit: _Audit) -> None:
             audit.problem(report, "digest-mismatch: not the file the manifest recorded")
         else:
             audit.counts["reports"] += 1
-    for report in report_files(base):
+    for report in _report_files(audit, base):
         if str(report.relative_to(base)) not in manifest.reports:
             audit.problem(report, f"report-unlisted: a report {manifest_path} does not list")
 
@@ -293,9 +323,9 @@ def _check_replicate(
         return store_root
     _check_claims(manifest, directory / REPLICATE_FILE, record, published, audit)
     if cfg is not None:
-        for subject, _ in published.values():
+        for subject, evidence in published.values():
             problems = evaluation_problems(
-                cfg, source, directory, record, subject, replicate.seed, audit.warnings
+                cfg, source, directory, record, subject, evidence, replicate.seed, audit.warnings
             )
             for file, message in problems:
                 audit.problem(file, message)
@@ -492,20 +522,36 @@ def _check_hydra_config(manifest: ManifestView, path: Path, audit: _Audit) -> No
         audit.problem(hydra_config, "config-mismatch: not the config the manifest records")
 
 
+def _report_files(audit: _Audit, base: Path) -> list[Path]:
+    """The reports under ``base`` a manifest written there covers: what
+    :func:`~xaytune.app.manifest.report_files` finds, from the tree's one walk."""
+    return [
+        path
+        for path in audit.files.matching(base, REPORT_FILES)
+        if not path.name.startswith(".") and path.is_file()
+    ]
+
+
 def _check_strays(root: Path, manifests: list[Path], listed: set[Path], audit: _Audit) -> None:
     """Every file of the tree is one a manifest accounts for: its own files, Hydra's,
     its reports, and the files of the stores it lists. Anything else (a temporary
     file, a note) is named."""
-    accounted: set[Path] = set()
+    accounted: set[str] = set()
     for path in manifests:
         base = path.parent
-        accounted.update(base / name for name in _RUN_FILES)
-        accounted.update(report_files(base))  # an unlisted one is report-unlisted already
-        with contextlib.suppress(XaytuneError):  # a manifest refused is named already
-            accounted.update(base / name for name in read_manifest(path).reports)
-    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
-        if path in accounted or _store_file(path, listed):
-            continue
+        accounted.update(str(base / name) for name in _RUN_FILES)
+        # (an unlisted report is report-unlisted already)
+        accounted.update(map(str, _report_files(audit, base)))
+        manifest = audit.manifests.get(path)
+        if manifest is not None:  # a manifest refused is named already
+            accounted.update(str(base / name) for name in manifest.reports)
+    tree = audit.files
+    for store in listed:
+        start = len(str(store)) + 1
+        for kind in (tree.files, tree.links):
+            accounted.update(p for p in tree.under(kind, store) if _store_file(p[start:]))
+    strays = [Path(p) for kind in (tree.files, tree.links) for p in kind if p not in accounted]
+    for path in sorted(strays):
         audit.problem(path, "stray-file: no manifest accounts for this file")
 
 
@@ -523,18 +569,14 @@ _RUN_FILES = (
 )
 
 
-def _store_file(path: Path, stores: set[Path]) -> bool:
-    """Whether ``path`` is a file an evidence store in ``stores`` writes."""
-    for store in stores:
-        if not path.is_relative_to(store):
-            continue
-        parts = path.relative_to(store).parts
-        if parts in ((STORE_MARKER,), (JOURNAL_NAME,), (REUSE_FILE,)):
-            return True
-        if len(parts) == 3 and parts[0] == "tasks" and parts[1].isdigit():
-            return parts[2].endswith(".jsonl") and parts[2][:-6].isdigit()
-        return len(parts) == 2 and parts[0] == "published" and parts[1].endswith(".intoto.json")
-    return False
+def _store_file(relative: str) -> bool:
+    """Whether ``relative`` (a path inside an evidence store) is a file a store writes."""
+    parts = tuple(relative.split(os.sep))
+    if parts in ((STORE_MARKER,), (JOURNAL_NAME,), (REUSE_FILE,)):
+        return True
+    if len(parts) == 3 and parts[0] == "tasks" and parts[1].isdigit():
+        return parts[2].endswith(".jsonl") and parts[2][:-6].isdigit()
+    return len(parts) == 2 and parts[0] == "published" and parts[1].endswith(".intoto.json")
 
 
 def _is_file(path: Path) -> bool:
@@ -620,7 +662,14 @@ def _verified_store(
     audit.stores[store_root] = None
     audit.counts["stores"] += 1
     store = HarnessEvidenceStore(store_root)
-    statements = sorted(store.published_dir.glob("*.intoto.json"))
+    published_dir = os.path.join(store.published_dir, "")
+    tree = audit.files
+    statements = sorted(
+        Path(path)
+        for kind in (tree.files, tree.links, tree.others, tree.dirs)
+        for path in tree.starting(kind, published_dir)
+        if path.endswith(".intoto.json") and os.sep not in path[len(published_dir) :]
+    )
     if not statements:
         audit.problem(store_root, "subject-missing: no published evidence subject")
         for error in journal_problems(store_root):  # what can be said of it without one

@@ -43,10 +43,11 @@ RELEASED_REPORT = "report.json"
 RESTRICTED_REPORT = "report.restricted.json"
 
 
-def gather_candidates(root: Path) -> dict[str, CandidateRuns]:
-    """CandidateRuns per label from every replicate under ``root``."""
+def gather_candidates(root: Path, *, records: list[Path] | None = None) -> dict[str, CandidateRuns]:
+    """CandidateRuns per label from every replicate under ``root`` (``records``: their
+    record files, when the caller has listed the tree already)."""
     found: dict[str, tuple[dict, list[ReplicateRuns]]] = {}
-    for path in sorted(root.rglob(REPLICATE_FILE)):
+    for path in sorted(root.rglob(REPLICATE_FILE)) if records is None else records:
         candidate_file = path.parent.parent / CANDIDATE_FILE
         candidate = json.loads(candidate_file.read_bytes())
         replicate = ReplicateRuns.model_validate_json(path.read_bytes())

@@ -19,14 +19,12 @@ import types
 import typing
 from collections.abc import Callable
 from functools import cache
-from operator import itemgetter
 from typing import Any
 
 from pydantic import BaseModel
 
 __all__ = ["exactly_typed"]
 
-_Check = Callable[[Any], bool]
 _PLAIN = (int, str, bool)
 
 
@@ -41,39 +39,32 @@ def exactly_typed(record: BaseModel) -> bool:
     ):
         return False
     try:
-        if plan.plain is not None and tuple(map(type, plan.plain(values))) != plan.types:
-            return False
-        for name, check in plan.others:  # noqa: SIM110 - no generator: a hot path
-            if not check(values[name]):
-                return False
-        return True
-    except KeyError:
+        return plan.check(values)
+    except KeyError:  # a field (of this record or a nested one) is missing
         return False
 
 
 class _Plan:
-    """How to check one record class: its plain fields' types at once (one ``map``),
-    every other field with a check of its own."""
+    """How to check one record class: one function, written once from the class's
+    fields (nested records' fields written in, not called), whose value is whether a
+    record's ``__dict__`` holds exactly what validation gives. Verification checks
+    every attempt of a run with it, so it is one expression, not a call per field."""
 
-    __slots__ = ("fields", "others", "plain", "types")
+    __slots__ = ("check", "fields", "source")
 
     def __init__(self, cls: type[BaseModel]) -> None:
-        if cls.model_config.get("extra") == "allow" or cls.__private_attributes__:
-            raise TypeError(f"exactly_typed: {cls.__name__} holds extra or private values")
-        names, kinds, others = [], [], []
-        for name, field in cls.model_fields.items():
-            if field.annotation in _PLAIN:
-                names.append(name)
-                kinds.append(field.annotation)
-            else:
-                others.append((name, _check(field.annotation)))
+        _refuse_open(cls)
+        names: dict[str, Any] = {"exactly_typed": exactly_typed}
+        expression = _Writer(names).fields(cls, "values", (cls,))
+        self.source = f"def check(values):\n    return {expression}\n"
+        exec(compile(self.source, f"<exactly_typed {cls.__qualname__}>", "exec"), names)
+        self.check: Callable[[dict[str, Any]], bool] = names["check"]
         self.fields = len(cls.model_fields)
-        self.types = tuple(kinds)
-        self.others = tuple(others)
-        getter = itemgetter(*names) if names else None
-        self.plain: Callable[[dict[str, Any]], tuple[Any, ...]] | None = (
-            getter if getter is None or len(names) > 1 else lambda values: (getter(values),)
-        )
+
+
+def _refuse_open(cls: type[BaseModel]) -> None:
+    if cls.model_config.get("extra") == "allow" or cls.__private_attributes__:
+        raise TypeError(f"exactly_typed: {cls.__name__} holds extra or private values")
 
 
 @cache
@@ -81,38 +72,71 @@ def _plan(cls: type[BaseModel]) -> _Plan:
     return _Plan(cls)
 
 
-def _check(annotation: Any) -> _Check:
-    origin = typing.get_origin(annotation)
-    if origin is typing.Literal:
-        allowed = frozenset((type(value), value) for value in typing.get_args(annotation))
-        kinds = frozenset(kind for kind, _ in allowed)
-        # The type first: a value of another type may not even be hashable.
-        return lambda value: type(value) in kinds and (type(value), value) in allowed
-    if origin is tuple:
-        members = typing.get_args(annotation)
-        if len(members) == 2 and members[1] is Ellipsis:
-            item = _check(members[0])
-            return lambda value: type(value) is tuple and all(item(v) for v in value)
-    if origin is typing.Union or origin is types.UnionType:
-        members = typing.get_args(annotation)
-        plain = frozenset(m for m in members if m in _PLAIN or m is type(None))
-        rest = tuple(_check(m) for m in members if m not in plain)
-        if not rest:
-            return lambda value: type(value) in plain
-        if len(rest) == 1:
-            (only,) = rest
-            return lambda value: type(value) in plain or only(value)
-        return lambda value: type(value) in plain or any(check(value) for check in rest)
-    if origin is dict:
-        key, value = typing.get_args(annotation)
-        if key is str and value is Any:
-            # What validation gives: a dict with text keys, any values (compared as
-            # JSON by whoever reads them).
-            return lambda value: type(value) is dict and all(type(k) is str for k in value)
-    if annotation is None or annotation is type(None):
-        return lambda value: value is None
-    if annotation in _PLAIN:
-        return lambda value: type(value) is annotation
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return lambda value: type(value) is annotation and exactly_typed(value)
-    raise TypeError(f"exactly_typed: no exact check for a field of type {annotation!r}")
+class _Writer:
+    """Writes the expression that checks a value of a declared type; the constants it
+    uses (types, sets of allowed values) go into ``names`` under fresh names."""
+
+    def __init__(self, names: dict[str, Any]) -> None:
+        self.names = names
+
+    def fresh(self, value: Any = None, *, prefix: str = "v") -> str:
+        name = f"_{prefix}{len(self.names)}"
+        self.names[name] = value
+        return name
+
+    def fields(self, cls: type[BaseModel], values: str, seen: tuple[type, ...]) -> str:
+        checks = [
+            self.value(field.annotation, f"{values}[{name!r}]", seen)
+            for name, field in cls.model_fields.items()
+        ]
+        return " and ".join(checks) if checks else "True"
+
+    def value(self, annotation: Any, value: str, seen: tuple[type, ...]) -> str:
+        origin = typing.get_origin(annotation)
+        if annotation in _PLAIN:
+            return f"type({value}) is {self.fresh(annotation, prefix='t')}"
+        if annotation is None or annotation is type(None):
+            return f"{value} is None"
+        bound = self.fresh()
+        if origin is typing.Literal:
+            allowed = frozenset((type(item), item) for item in typing.get_args(annotation))
+            kinds = self.fresh(frozenset(kind for kind, _ in allowed), prefix="k")
+            # The type first: a value of another type may not even be hashable.
+            pairs = self.fresh(allowed, prefix="l")
+            return f"(type({bound} := {value}) in {kinds} and (type({bound}), {bound}) in {pairs})"
+        if origin is tuple:
+            members = typing.get_args(annotation)
+            if len(members) == 2 and members[1] is Ellipsis:
+                item = self.fresh()
+                check = self.value(members[0], item, seen)
+                return f"(type({bound} := {value}) is tuple and all({check} for {item} in {bound}))"
+        if origin is typing.Union or origin is types.UnionType:
+            members = typing.get_args(annotation)
+            plain = frozenset(m for m in members if m in _PLAIN or m is type(None))
+            rest = [self.value(m, bound, seen) for m in members if m not in plain]
+            kinds = self.fresh(plain, prefix="k")
+            return "(" + " or ".join([f"type({bound} := {value}) in {kinds}", *rest]) + ")"
+        if origin is dict:
+            key, item = typing.get_args(annotation)
+            if key is str and item is Any:
+                # What validation gives: a dict with text keys, any values (compared as
+                # JSON by whoever reads them).
+                each = self.fresh()
+                return (
+                    f"(type({bound} := {value}) is dict and "
+                    f"all(type({each}) is str for {each} in {bound}))"
+                )
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            cls = self.fresh(annotation, prefix="c")
+            if annotation in seen:  # a record inside itself: checked by a call
+                return f"(type({bound} := {value}) is {cls} and exactly_typed({bound}))"
+            _refuse_open(annotation)
+            inner = self.fresh()
+            return (
+                f"(type({bound} := {value}) is {cls}"
+                f" and len({inner} := {bound}.__dict__) == {len(annotation.model_fields)}"
+                f" and {bound}.__pydantic_extra__ is None"
+                f" and {bound}.__pydantic_private__ is None"
+                f" and {self.fields(annotation, inner, (*seen, annotation))})"
+            )
+        raise TypeError(f"exactly_typed: no exact check for a field of type {annotation!r}")

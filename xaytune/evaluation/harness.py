@@ -134,19 +134,30 @@ def _load_subject(
 ) -> tuple[HarnessRunEvidence, HarnessEvidenceStore]:
     """The subject's evidence, verified against ``source`` and its store (returned too:
     an evaluator may read an attested attempt's calls from it)."""
+    _check_kind(subject)
+    evidence = load_published(subject)
+    store = HarnessEvidenceStore(subject.store_root)
+    verify_run_evidence(evidence, source.suite, source, store)
+    return _of_seed(subject, evidence, seed), store
+
+
+def _check_kind(subject: PublishedSubject) -> None:
     if not isinstance(subject, PublishedSubject) or subject.kind != "agent_run_evidence":
         raise EvaluationError(
             "unsupported-subject", f"subject {subject!r} is not published agent_run_evidence"
         )
-    evidence = load_published(subject)
-    store = HarnessEvidenceStore(subject.store_root)
-    verify_run_evidence(evidence, source.suite, source, store)
+
+
+def _of_seed(
+    subject: PublishedSubject, evidence: HarnessRunEvidence, seed: int
+) -> HarnessRunEvidence:
+    """``evidence``, refused (``seed-mismatch``) unless it is the run of ``seed``."""
     if evidence.seed != seed:
         raise EvaluationError(
             "seed-mismatch",
             f"subject {subject.digest} is the run of seed {evidence.seed}, not {seed}",
         )
-    return evidence, store
+    return evidence
 
 
 def run_harness_evaluation(
@@ -181,12 +192,19 @@ def recompute_harness_evaluation(
     source: SuiteSource,
     directory: Path,
     seed: int,
+    verified: HarnessRunEvidence | None = None,
 ) -> tuple[HarnessEvaluation, dict[Path, bytes]]:
     """What :func:`run_harness_evaluation` would give and write under ``directory``,
     without writing it: the evaluation, and each report file's path and bytes (what
-    an auditor compares with the files on disk)."""
+    an auditor compares with the files on disk).
+
+    ``verified``: the subject's evidence, when the caller has loaded it and verified
+    it against ``source`` and its store already (an auditor verifies each store
+    once); otherwise it is loaded and verified here."""
     bound = _checked_bound(evaluator, spec, source)
-    result, report, restricted = _measure(evaluator, bound, subject, source=source, seed=seed)
+    result, report, restricted = _measure(
+        evaluator, bound, subject, source=source, seed=seed, verified=verified
+    )
     (restricted_path, restricted_raw), (report_path, report_raw) = evaluation_files(
         directory, report, restricted
     )
@@ -217,10 +235,18 @@ def _measure(
     *,
     source: SuiteSource,
     seed: int,
+    verified: HarnessRunEvidence | None = None,
 ) -> tuple[EvaluationResult | None, HarnessEvaluationReport, RestrictedEvaluationReport]:
-    """Load and re-verify the subject, then measure it: the result and both reports."""
+    """Load and re-verify the subject (unless the caller has: ``verified``), then
+    measure it: the result and both reports."""
     config = evaluator.check_execution(bound)
-    evidence, store = _load_subject(subject, source, seed)
+    if verified is None:
+        evidence, store = _load_subject(subject, source, seed)
+    else:
+        _check_kind(subject)
+        evidence = _of_seed(subject, verified, seed)
+        store = HarnessEvidenceStore(subject.store_root)
+    del verified
     measurement = evaluator.measure(bound, evidence, seed=seed, store=store)
     subject_facts = (
         evidence.digest,

@@ -145,7 +145,7 @@ class RecordTemplate:
     Verification compares a stored record with it.
     """
 
-    __slots__ = ("_template",)
+    __slots__ = ("_format",)
 
     _HEAD = b'{"attempt":0,'
 
@@ -171,22 +171,23 @@ class RecordTemplate:
         )
         line = record_bytes(0, attribution, model)
         assert line.startswith(self._HEAD)
-        self._template = LineTemplate(
-            line[len(self._HEAD) :],
-            {name: canonical_bytes(placeholder(name)) for name in _RECORD_HOLES},
+        template = LineTemplate(
+            b'{"attempt":\x00attempt,' + line[len(self._HEAD) :],
+            {
+                "attempt": b"\x00attempt",
+                **{name: canonical_bytes(placeholder(name)) for name in _RECORD_HOLES},
+            },
         )
+        # The attribution's keys are sorted: position, spec_fingerprint, task_id.
+        self._format = template.format(("attempt", *_RECORD_HOLES))
 
     def line(self, number: int, *, task_id: str, position: int, spec_fingerprint: str) -> bytes:
         """The record line of attempt ``number`` of the task at ``position``."""
-        return b'{"attempt":%d,%s' % (
-            number,
-            self._template.fill(
-                {
-                    "position": b"%d" % position,
-                    "spec_fingerprint": json_string(spec_fingerprint),
-                    "task_id": json_string(task_id),
-                }
-            ),
+        return self._format % (
+            b"%d" % number,
+            b"%d" % position,
+            json_string(spec_fingerprint),
+            json_string(task_id),
         )
 
 
@@ -247,9 +248,8 @@ class AttemptSession:
     def open(self, model: dict[str, Any], model_bytes: bytes | None = None) -> None:
         """Claim the next attempt and write its spec and record lines; ``model`` is the
         serving identity (``model_bytes`` its canonical bytes, when the caller has them)."""
-        binding = self.spec.binding
         output = self.spec.output_uri
-        if binding is None or output is None:
+        if self.spec.task_id is None or output is None:  # task_id: no binding is built
             return  # a plain (unbound) spec or one with no output: nothing is written
         spec_line = spec_bytes(self.spec)
         number, path, fd = claim_attempt(output)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
@@ -105,18 +106,33 @@ class HarnessRunEvidence(BaseModel):
         self._memo(values, digest)
         return digest
 
-    def canonical_chunks(self, *, digest: bool = True) -> Iterator[bytes]:
+    def canonical_chunks(self, *, digest: bool = True, remember: bool = False) -> Iterator[bytes]:
         """The canonical bytes of this evidence (without ``digest`` unless ``digest``),
         in pieces: ``b"".join(...)`` is ``canonical_bytes(self.model_dump(mode="json",
-        by_alias=True, ...))``, but the entries are dumped a batch at a time."""
-        head = self.model_dump(
-            mode="json", by_alias=True, exclude={"entries"} if digest else {"entries", "digest"}
-        )
+        by_alias=True, ...))``, but the entries are dumped a batch at a time.
+
+        With ``remember``, the pieces but the digest member's (the content's canonical
+        bytes) are hashed as they are made, and once the last is taken the content
+        digest is remembered: one serialisation gives the record and its content
+        digest (loading a published record compares the one and checks the other).
+        """
+        values = self._content_values() if remember else ()
+        head = self.model_dump(mode="json", by_alias=True, exclude={"entries", "digest"})
         members: dict[str, Iterable[bytes]] = {
             key: (canonical_bytes(value),) for key, value in head.items()
         }
         members["entries"] = canonical_array_chunks(_entry_batches(self.entries))
-        return canonical_object_chunks(members)
+        content = canonical_object_chunks(members)
+        hasher = hashlib.sha256() if remember else None
+        if hasher is not None:
+            content = _hashed(content, hasher)
+        if digest:
+            # The digest member comes second, after "assignment_digest" (_KEYS).
+            yield from itertools.islice(content, 3)  # "{", the first key, its value
+            yield b',"digest":' + canonical_bytes(self.digest)
+        yield from content
+        if hasher is not None:
+            self._memo(values, "sha256:" + hasher.hexdigest())
 
     def sealed(self) -> HarnessRunEvidence:
         """A copy whose ``digest`` is its contents'."""
@@ -147,6 +163,15 @@ class HarnessRunEvidence(BaseModel):
 
 # id(evidence) -> (its field values but digest, their content digest); see _memo.
 _CONTENT_MEMO: dict[int, tuple[tuple[Any, ...], str]] = {}
+# The record's keys in canonical order: "digest" is inserted second by canonical_chunks.
+_KEYS = sorted(field.alias or name for name, field in HarnessRunEvidence.model_fields.items())
+assert _KEYS[:2] == ["assignment_digest", "digest"], _KEYS
+
+
+def _hashed(chunks: Iterator[bytes], hasher: Any) -> Iterator[bytes]:
+    for chunk in chunks:
+        hasher.update(chunk)
+        yield chunk
 
 
 _ENTRY_LIST = TypeAdapter(list[EvidenceEntry])

@@ -36,13 +36,14 @@ class LineTemplate:
     ``fill(values)`` is ``line`` with each mark replaced by ``values[name]`` (bytes).
     """
 
-    __slots__ = ("_format", "_values")
+    __slots__ = ("_format", "_values", "order")
 
     def __init__(self, line: bytes, marks: Mapping[str, bytes]) -> None:
         for name, mark in marks.items():
             if line.count(mark) != 1:
                 raise ValueError(f"placeholder {name!r} is not in the line exactly once")
         order = sorted(marks, key=lambda name: line.index(marks[name]))
+        self.order = tuple(order)
         text = line.replace(b"%", b"%%")
         for mark in marks.values():
             text = text.replace(mark, b"%s")
@@ -52,3 +53,10 @@ class LineTemplate:
 
     def fill(self, values: Mapping[str, bytes]) -> bytes:
         return self._format % self._values(values)
+
+    def format(self, order: tuple[str, ...]) -> bytes:
+        """The line as a ``%s`` format of its holes in ``order`` (which must be their
+        order in the line): ``format(order) % values`` fills it from a tuple."""
+        if order != self.order:
+            raise ValueError(f"holes {order} are not in the line's order {self.order}")
+        return self._format

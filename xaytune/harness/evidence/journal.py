@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Iterable, Iterator
 
@@ -54,6 +55,16 @@ def journal_path(task_dir: str | os.PathLike[str]) -> str:
     return os.path.join(os.path.dirname(os.path.dirname(os.fspath(task_dir))), JOURNAL_NAME)
 
 
+# A journal line as the writer writes it, matched without parsing: its prev digest,
+# then seal entries of counts (canonical integers of at most 15 digits: below 2^53)
+# and digests. Any other line is parsed and checked by _line_problem, which names
+# what is wrong with it (or accepts it).
+_DIGEST = rb"sha256:[0-9a-f]{64}"
+_COUNT = rb"(?:0|[1-9][0-9]{0,14})"
+_ENTRY = rb'\[%s,%s,"%s"\]' % (_COUNT, _COUNT, _DIGEST)
+_LINE = re.compile(rb'\{"prev":"(%s)","seals":\[%s(?:,%s)*\]\}\n' % (_DIGEST, _ENTRY, _ENTRY))
+
+
 def _parse(data: bytes, where: str) -> tuple[Committed, str, int]:
     """The seals ``data`` lists, its head digest and the length of its whole lines."""
     committed: Committed = {}
@@ -61,14 +72,22 @@ def _parse(data: bytes, where: str) -> tuple[Committed, str, int]:
     end = data.rfind(b"\n") + 1  # a tail without newline was never committed
     start = 0
     number = 0
+    match = _LINE.match
     while start < end:
-        stop = data.index(b"\n", start) + 1
-        line = data[start:stop]
         number += 1
-        problem = _line_problem(line, head)
-        if problem is not None:
-            raise EvidenceError("journal-broken", f"{where}: line {number}: {problem}")
-        for position, attempt, digest in json.loads(line)["seals"]:
+        found = match(data, start, end)
+        if found is not None and found.group(1) == head.encode():
+            stop = found.end()
+            line = data[start:stop]
+            seals = json.loads(line)["seals"]  # (its form is the writer's: matched above)
+        else:
+            stop = data.index(b"\n", start) + 1
+            line = data[start:stop]
+            problem = _line_problem(line, head)
+            if problem is not None:
+                raise EvidenceError("journal-broken", f"{where}: line {number}: {problem}")
+            seals = json.loads(line)["seals"]
+        for position, attempt, digest in seals:
             if (position, attempt) in committed:
                 raise EvidenceError(
                     "journal-broken",

@@ -78,16 +78,18 @@ def statement_for(evidence: HarnessRunEvidence) -> dict[str, object]:
     }
 
 
-def statement_chunks(evidence: HarnessRunEvidence) -> Iterator[bytes]:
+def statement_chunks(evidence: HarnessRunEvidence, *, remember: bool = False) -> Iterator[bytes]:
     """The published file: ``canonical_bytes(statement_for(evidence)) + b"\\n"``, in
-    pieces (the statement of a large run is never held whole as data)."""
+    pieces (the statement of a large run is never held whole as data). With
+    ``remember``, the evidence's content digest is computed on the way and remembered
+    (:meth:`HarnessRunEvidence.canonical_chunks`)."""
     subjects = _subjects(evidence)
     batches = iter(lambda: list(itertools.islice(subjects, 2048)), [])
     members: dict[str, Iterable[bytes]] = {
         "_type": (canonical_bytes(STATEMENT_TYPE),),
         "subject": canonical_array_chunks(batches),
         "predicateType": (canonical_bytes(PREDICATE_TYPE),),
-        "predicate": evidence.canonical_chunks(),
+        "predicate": evidence.canonical_chunks(remember=remember),
     }
     yield from canonical_object_chunks(members)
     yield b"\n"
@@ -215,7 +217,8 @@ def _load_statement(path: Path) -> tuple[HarnessRunEvidence, bool]:
     with open(path, "rb") as handle:
         evidence = _predicate(handle)
         if evidence is not None:
-            return evidence, _same_file(statement_chunks(evidence), handle)
+            # The content digest, checked next, comes from the same serialisation.
+            return evidence, _same_file(statement_chunks(evidence, remember=True), handle)
     # Not the layout publish_evidence writes: parse it whole.
     raw = path.read_bytes()
     try:
