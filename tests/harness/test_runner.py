@@ -713,7 +713,9 @@ def test_run_many_cancelled_seals_every_in_flight_attempt_partial(source, tmp_pa
         assert seal["status"] == "partial" and events[-2]["type"] == "interrupted"
 
 
-def test_run_many_stops_with_the_error_of_a_failed_group_commit(source, tmp_path: Path, monkeypatch):
+def test_run_many_stops_with_the_error_of_a_failed_group_commit(
+    source, tmp_path: Path, monkeypatch
+) -> None:
     from xaytune.harness.evidence import _commit
 
     def full_disk() -> None:

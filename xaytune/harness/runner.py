@@ -109,6 +109,7 @@ _SEALING: ContextVar[list[asyncio.Future[None]] | None] = ContextVar(
 # Set by run_many: the seal journal of each store its attempts write to, opened once.
 _JOURNALS: ContextVar[dict[str, SealJournal] | None] = ContextVar("xaytune_journals", default=None)
 
+
 def _journal_of(spec: AgentExecutionSpec) -> SealJournal | None:
     """The journal of the store a task-bound spec writes to (None for other specs)."""
     if spec.output_uri is None or spec.task_id is None:  # task_id: no binding is built
