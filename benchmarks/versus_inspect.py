@@ -21,9 +21,13 @@ medians of ``--repeat`` (default 3)::
 
 The target (issue 22) is a ratio >= 20. Usage (from the repository root)::
 
-    pip install -e ".[bench]"     # inspect-ai, pinned, beside xaytune
-    PYTHONPATH=. python benchmarks/versus_inspect.py
-    PYTHONPATH=. python benchmarks/versus_inspect.py --inspect-python /path/to/venv/bin/python
+    python -m venv .venv-inspect && .venv-inspect/bin/pip install inspect-ai==0.3.285
+    PYTHONPATH=. python benchmarks/versus_inspect.py --inspect-python .venv-inspect/bin/python
+
+inspect_ai lives in a virtual environment of its own: it pins versions of libraries
+xaytune shares (pydantic, httpx, ...), and a benchmark must not change what the
+product runs with. Its mockllm counts tokens with tiktoken, which downloads an
+encoding: the answer function reports usage itself, so no network is needed.
 
 This is a plain script, not a test: the figures depend on the machine.
 """
@@ -99,7 +103,7 @@ def _inspect_once(python: str, questions: Path, log_dir: Path) -> dict[str, floa
     if done.returncode != 0:
         raise SystemExit(
             f"inspect_ai run failed ({python}): {done.stderr.strip().splitlines()[-1:]}\n"
-            'install it with pip install -e ".[bench]" or pass --inspect-python'
+            "install inspect-ai==0.3.285 in a venv and pass --inspect-python (see --help)"
         )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
