@@ -1,7 +1,7 @@
 """What a command loads is what its step needs (issue 22, "a fast first run").
 
 ``--help`` composes the config and lists the config groups: it needs Hydra, never the
-statistics (scipy), the plots (matplotlib), the HTTP client (httpx), the reports
+statistics (scipy), the plots (matplotlib), the HTTP clients (httpx, aiohttp), the reports
 (jinja2, rich) or the config schema with the harness and model stack behind it.
 Checking a config needs the schema, not scipy, matplotlib or httpx. The comparison
 and report modules load scipy and matplotlib only when they compute or draw. Each
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 # Loaded by a run when it compares, draws, reports or calls an HTTP model; never by a
 # command that only composes or checks a config.
-STATISTICS_AND_PLOTS = ("scipy", "matplotlib", "httpx")
+STATISTICS_AND_PLOTS = ("scipy", "matplotlib", "httpx", "aiohttp")
 # --help answers from Hydra alone.
 NOT_FOR_HELP = (
     *STATISTICS_AND_PLOTS,
@@ -149,7 +149,7 @@ def test_a_run_loads_the_statistics_but_not_scipy_stats_or_pyplot(tmp_path, cli_
         "scipy.special",
         "matplotlib.figure",
     ]
-    assert _loaded(facts["modules"], ("scipy.stats", "matplotlib.pyplot", "httpx")) == []
+    assert _loaded(facts["modules"], ("scipy.stats", "matplotlib.pyplot", "httpx", "aiohttp")) == []
 
 
 def test_hydra_config_lookups_share_the_config_store():

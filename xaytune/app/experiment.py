@@ -102,7 +102,7 @@ def build_model(config: ModelConfig, *, seed: int) -> Model:
         from xaytune.app.parts import build_target_model
 
         return build_target_model(config, seed=seed)
-    # The HTTP adapters (httpx) are imported only when a run uses one.
+    # The HTTP adapters (aiohttp, httpx) are imported only when a run uses one.
     if isinstance(config, LlamaCppLocalModelConfig):
         from xaytune.models.llama_cpp_local import llama_cpp_local_model
 

@@ -152,7 +152,7 @@ def _adapter_code(cfg: ExperimentConfig) -> object:
         from xaytune.models.llama_cpp_local import LlamaCppLocalModel
 
         return LlamaCppLocalModel
-    from xaytune.models import OpenAICompatibleModel  # httpx: only for an HTTP model
+    from xaytune.models import OpenAICompatibleModel  # aiohttp: only for an HTTP model
 
     return OpenAICompatibleModel
 

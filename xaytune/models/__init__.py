@@ -41,7 +41,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # The HTTP client (httpx, ~0.1 s to import) is loaded with the adapter that uses it:
+    # The HTTP client (aiohttp, ~0.3 s to import) is loaded with the adapter that uses it:
     # a run on the simulated model, or a config check, never needs it.
     if name == "OpenAICompatibleModel":
         from xaytune.models.openai_compatible import OpenAICompatibleModel
