@@ -225,7 +225,7 @@ class HarnessRunner:
             self._check(spec, model, toolbox, authorized)
         results: list[TaskRun | None] = [None] * len(specs)
         queue = iter(enumerate(specs))  # shared by the workers: each spec taken once, in order
-        settling: list[asyncio.Task[None]] = []
+        settling: set[asyncio.Task[None]] = set()  # the pending only: a done one is dropped
         failure: list[BaseException] = []
 
         async def settle(index: int, run: TaskRun, sealing: list[asyncio.Future[None]]) -> None:
@@ -240,6 +240,11 @@ class HarnessRunner:
                         worker.cancel()
                 raise
             finish(index, run)
+
+        def settled(task: asyncio.Task[None]) -> None:
+            settling.discard(task)
+            if not task.cancelled():
+                task.exception()  # retrieved here: a failure is raised from ``failure``
 
         def finish(index: int, run: TaskRun) -> None:
             results[index] = run
@@ -258,7 +263,9 @@ class HarnessRunner:
                 _SEALING.set(sealing)  # this worker's own context, for this task
                 run = await self._run_checked(spec, model, toolbox, authorized, cancel)
                 if sealing:  # waits for its group commit outside the concurrency bound
-                    settling.append(asyncio.ensure_future(settle(index, run, sealing)))
+                    waiting = asyncio.ensure_future(settle(index, run, sealing))
+                    settling.add(waiting)
+                    waiting.add_done_callback(settled)
                 else:
                     finish(index, run)
 
