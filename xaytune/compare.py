@@ -18,13 +18,26 @@ USAGE = (
 )
 
 
+def _wants_help(args: list[str]) -> bool:
+    """``-h``/``--help`` anywhere: the usage and this module's description go to
+    stdout, exit 0 (asking for help is not a usage error)."""
+    return any(arg in ("-h", "--help") for arg in args)
+
+
+def _help() -> str:
+    return f"{USAGE}\n\n{__doc__.strip()}"
+
+
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if _wants_help(args):
+        print(_help())
+        return 0
     from xaytune.app.recompare import recompare
     from xaytune.app.reports import terminal_table
     from xaytune.core.errors import XaytuneError
 
-    args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] in ("-h", "--help"):
+    if not args:
         print(USAGE, file=sys.stderr)
         return 2
     tree = Path(args[0])

@@ -24,6 +24,16 @@ USAGE = (
 )
 
 
+def _wants_help(args: list[str]) -> bool:
+    """``-h``/``--help`` anywhere: the usage and this module's description go to
+    stdout, exit 0 (asking for help is not a usage error)."""
+    return any(arg in ("-h", "--help") for arg in args)
+
+
+def _help() -> str:
+    return f"{USAGE}\n\n{__doc__.strip()}"
+
+
 def _options(args: list[str]) -> tuple[list[str], dict[str, str]] | None:
     """Positional arguments and ``--name value`` options; None when malformed."""
     positional, options, rest = [], {}, list(args)
@@ -39,9 +49,13 @@ def _options(args: list[str]) -> tuple[list[str], dict[str, str]] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if _wants_help(args):
+        print(_help())
+        return 0
     from xaytune.core.errors import XaytuneError
 
-    parsed = _options(sys.argv[1:] if argv is None else argv)
+    parsed = _options(args)
     if parsed is not None:
         positional, options = parsed
         try:

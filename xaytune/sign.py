@@ -25,6 +25,16 @@ USAGE = (
 )
 
 
+def _wants_help(args: list[str]) -> bool:
+    """``-h``/``--help`` anywhere: the usage and this module's description go to
+    stdout, exit 0 (asking for help is not a usage error)."""
+    return any(arg in ("-h", "--help") for arg in args)
+
+
+def _help() -> str:
+    return f"{USAGE}\n\n{__doc__.strip()}"
+
+
 def _parse(args: list[str]) -> tuple[str, str, str | None] | None:
     """("generate", path, None), ("sign", tree, key) or ("statement", tree, file); None
     when not a command."""
@@ -54,10 +64,14 @@ def _parse(args: list[str]) -> tuple[str, str, str | None] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if _wants_help(args):
+        print(_help())
+        return 0
     from xaytune.app.signing import generate_key, load_private_key, sign_tree, write_statement
     from xaytune.core.errors import XaytuneError
 
-    command = _parse(sys.argv[1:] if argv is None else argv)
+    command = _parse(args)
     if command is None or "" in command:
         print(USAGE, file=sys.stderr)
         return 2

@@ -24,6 +24,16 @@ USAGE = (
 )
 
 
+def _wants_help(args: list[str]) -> bool:
+    """``-h``/``--help`` anywhere: the usage and this module's description go to
+    stdout, exit 0 (asking for help is not a usage error)."""
+    return any(arg in ("-h", "--help") for arg in args)
+
+
+def _help() -> str:
+    return f"{USAGE}\n\n{__doc__.strip()}"
+
+
 def _parse(args: list[str]) -> tuple[Path, Path | None, tuple[Path, ...]] | None:
     """(tree, trusted key, suite dirs) from the arguments, or None when they are not a
     command. ``--suite`` (repeatable) names a suite to use instead of the path a
@@ -54,11 +64,15 @@ def _parse(args: list[str]) -> tuple[Path, Path | None, tuple[Path, ...]] | None
 
 
 def main(argv: list[str] | None = None) -> int:
-    from xaytune.app.audit import audit_tree
+    args = sys.argv[1:] if argv is None else argv
+    if _wants_help(args):
+        print(_help())
+        return 0
+    from xaytune.app.audit import audit_tree, refuse_busy_tree
     from xaytune.app.signing import SIGNATURE_FILE, check_signature, load_public_key
     from xaytune.core.errors import XaytuneError
 
-    parsed = _parse(sys.argv[1:] if argv is None else argv)
+    parsed = _parse(args)
     if parsed is None:
         print(USAGE, file=sys.stderr)
         return 2
@@ -67,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_one_line(f"error: {root}: not a directory"), file=sys.stderr)
         return 2
     try:
+        refuse_busy_tree(root, command="verify")
         public_key = None if trust is None else load_public_key(trust)
     except XaytuneError as error:
         print(_one_line(f"error: {error}"), file=sys.stderr)

@@ -93,10 +93,10 @@ def _serve(directory: Path, port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)  # --help exits 0 here, before the imports below
     from xaytune.core.errors import XaytuneError
     from xaytune.report.viewer import open_run, write_site
 
-    args = _parser().parse_args(argv)
     try:
         tree = open_run(args.run, suites=tuple(args.suite))
         out = _output(args.out, args.run)

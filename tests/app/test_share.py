@@ -99,6 +99,8 @@ def test_the_bundle_holds_only_released_files(quickstart, quickstart_bundle: Pat
     expected = {
         "bundle.json",
         "manifest.json",
+        "looks.json",  # the looks at the tree: what its released reports say (xaytune.app.looks)
+        "looks.md",
         "comparison/report.json",
         "comparison/report.md",
         "comparison/report.html",

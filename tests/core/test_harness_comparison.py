@@ -512,6 +512,10 @@ def test_descriptive_parts_never_change_the_verdict():
     # nct.sf(2, df 2, nc = k·se·sqrt(3)/sd = 2) = 0.5795 (scipy), the whole answer
     # with min_effect 0; the bar mean > 0.5 removes the draws with a tiny sd and a
     # mean below 0.5, so with min_effect 0.5 it is a little lower (0.5784).
+    # Issue 30: the figures are computed at the 80% upper confidence bound of σ,
+    # sd·sqrt(df/q) with q the 20% quantile of chi-square(2) = −2·ln(0.8) (closed form
+    # at df 2), so the noncentrality at k·se is 2·sqrt(3)/σ_u = sqrt(2q) = 0.9448.
+    q = -2.0 * math.log(0.8)
     report = _tokens_report(k=2.0, min_effect=0.5)
     tokens = report.metrics["total_tokens"]
     descriptive = tokens.descriptive
@@ -525,9 +529,12 @@ def test_descriptive_parts_never_change_the_verdict():
     power = descriptive.power
     assert power.k_se == 2.0
     assert power.sd == pytest.approx(math.sqrt(3), rel=1e-15)
-    assert 0.57 < power.power_at_k_se < stats.nct.sf(2.0, 2, 2.0)
+    assert power.sd_upper == pytest.approx(math.sqrt(3) * math.sqrt(2 / q), rel=1e-12)
+    assert power.sd_level == 0.8 and power.rough
     unfloored = _tokens_report(k=2.0).metrics["total_tokens"].descriptive.power
-    assert unfloored.power_at_k_se == pytest.approx(stats.nct.sf(2.0, 2, 2.0), rel=1e-9)
+    at_upper = stats.nct.sf(2.0, 2, math.sqrt(2 * q))
+    assert unfloored.power_at_k_se == pytest.approx(at_upper, rel=1e-9)
+    assert power.power_at_k_se < at_upper
     assert unfloored.power_at_min_effect is None and unfloored.planning_effect is None
     assert power.power_at_min_effect < 0.5
     assert power.planning_effect == 1.0

@@ -129,5 +129,5 @@ def test_a_streamed_reply_over_the_size_limit_is_refused_while_read(raw_server, 
     monkeypatch.setattr(limits, "MAX_MODEL_REPLY_BYTES", 100_000)
     body = b'{"choices": [{"message": {"content": "' + b"x" * 1_000_000 + b'"}}]}'
     outcome = _complete(raw_server, 200, body, chunked=True)
-    assert isinstance(outcome, ModelError) and outcome.reason == "model-error"
+    assert isinstance(outcome, ModelError) and outcome.reason == "model-malformed"
     assert "too-large" in str(outcome)

@@ -126,3 +126,15 @@ def chat_server():
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture
+def provider():
+    """A scripted aiohttp.web server on 127.0.0.1 answering like a provider (any path)."""
+    from provider_server import ProviderServer
+
+    server = ProviderServer()
+    try:
+        yield server
+    finally:
+        server.close()

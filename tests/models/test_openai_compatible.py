@@ -303,7 +303,7 @@ def test_invalid_client_options_are_refused(options):
     assert caught.value.reason == "model-config"
 
 
-# -- limits on a reply (issue 23): a malformed reply is a definitive model-error ------------
+# -- limits on a reply (issue 23): a malformed reply is model-malformed (definitive) -------
 
 
 def _raw_completion(content_json: str) -> str:
@@ -332,10 +332,10 @@ def _raw_completion(content_json: str) -> str:
          "finish_reason is not text"),
     ],
 )  # fmt: skip
-def test_a_reply_breaking_a_limit_is_a_model_error(chat_server, body: str, word: str):
+def test_a_reply_breaking_a_limit_is_a_malformed_reply(chat_server, body: str, word: str):
     chat_server.respond(body=body)
     error = refusal(OpenAICompatibleModel(chat_server.base_url, "tiny-chat", max_retries=0))
-    assert error.reason == "model-error" and error.retries == 0
+    assert error.reason == "model-malformed" and error.retries == 0 and error.definitive
     assert word in str(error)
     assert "\n" not in str(error) and len(str(error)) < 300
 
@@ -346,7 +346,7 @@ def test_a_reply_body_over_the_size_limit_is_refused_before_it_is_parsed(chat_se
     monkeypatch.setattr(limits, "MAX_MODEL_REPLY_BYTES", 1_000)
     chat_server.respond(body=completion("x" * 5_000))
     error = refusal(OpenAICompatibleModel(chat_server.base_url, "tiny-chat"))
-    assert error.reason == "model-error"
+    assert error.reason == "model-malformed"
     assert "too-large" in str(error) and "MAX_MODEL_REPLY_BYTES" in str(error)
 
 

@@ -107,3 +107,56 @@ def test_the_highest_price_is_of_any_kind_in_any_tier():
 def test_a_table_that_is_not_one_is_refused(table):
     with pytest.raises(ValidationError):
         ModelPrices.model_validate(table)
+
+
+# -- cache writes (Anthropic bills them above the input price) --------------------------------
+
+CACHE_WRITES = ModelPrices(
+    input_per_mtok=3.0, cached_input_per_mtok=0.3, cache_write_per_mtok=3.75, output_per_mtok=15.0
+)
+
+
+def test_cache_writes_are_billed_at_their_own_price():
+    # By hand: (10000 - 2000 - 4000) * 3 + 2000 * 0.3 + 4000 * 3.75 + 100 * 15
+    # = 12000 + 600 + 15000 + 1500 = 29100 micro-dollars.
+    cost = CACHE_WRITES.call_cost(10_000, 2_000, 100, cache_write_tokens=4_000)
+    assert cost == Fraction(29100, 1_000_000)
+    assert CACHE_WRITES.call_cost_bound(10_000, 2_000, 100, cache_write_tokens=4_000) == cost
+
+
+def test_unreported_cache_writes_make_the_cost_unknown_and_the_bound_an_upper_bound():
+    assert CACHE_WRITES.call_cost(10_000, 2_000, 100) is None
+    # By hand: 8000 uncached input tokens at the dearer write price: 8000 * 3.75 + 600 + 1500
+    # = 32100 micro-dollars, above the exact 29100 whatever the writes were.
+    assert CACHE_WRITES.call_cost_bound(10_000, 2_000, 100) == Fraction(32100, 1_000_000)
+    # Neither kind reported: every input token at the dearest of 3, 0.3 and 3.75.
+    assert CACHE_WRITES.call_cost_bound(10_000, None, 100) == Fraction(39000, 1_000_000)
+
+
+def test_a_table_without_a_cache_write_price_bills_writes_as_input():
+    prices = ModelPrices(input_per_mtok=3.0, cached_input_per_mtok=0.3, output_per_mtok=15.0)
+    # By hand: 8000 * 3 + 2000 * 0.3 + 100 * 15 = 24000 + 600 + 1500 = 26100 micro-dollars,
+    # with or without the write count.
+    expected = Fraction(26100, 1_000_000)
+    assert prices.call_cost(10_000, 2_000, 100) == expected
+    assert prices.call_cost(10_000, 2_000, 100, cache_write_tokens=4_000) == expected
+    assert CACHE_WRITES.highest_per_mtok == 15.0
+    assert (
+        ModelPrices(
+            input_per_mtok=1.0, cache_write_per_mtok=20.0, output_per_mtok=2.0
+        ).highest_per_mtok
+        == 20.0
+    )
+
+
+def test_a_table_without_a_cache_write_price_dumps_as_before_the_key_existed():
+    # Existing tables keep their canonical form (and every fingerprint made from it).
+    plain = ModelPrices(input_per_mtok=1.0, output_per_mtok=2.0).model_dump(mode="json")
+    assert plain == {
+        "input_per_mtok": 1.0,
+        "cached_input_per_mtok": None,
+        "output_per_mtok": 2.0,
+        "tiers": [],
+    }
+    assert CACHE_WRITES.model_dump(mode="json")["cache_write_per_mtok"] == 3.75
+    assert ModelPrices.model_validate(CACHE_WRITES.model_dump(mode="json")) == CACHE_WRITES

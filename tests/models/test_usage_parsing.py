@@ -123,7 +123,7 @@ def test_a_usage_detail_that_is_not_a_count_within_its_total_is_a_malformed_repl
     raw = _edited("llama_cpp_cached_prefix.json", lambda d: edit(d["usage"]))
     with pytest.raises(ModelError) as caught:
         complete(chat_server, raw)
-    assert caught.value.reason == "model-error"
+    assert caught.value.reason == "model-malformed"
     assert words in str(caught.value)
 
 

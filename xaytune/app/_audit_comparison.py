@@ -21,6 +21,7 @@ from xaytune.app.gather import (
     gather_candidates,
     summary_of,
 )
+from xaytune.app.looks import looks_before, read_looks
 from xaytune.app.reports import PLOT_NAMES, rendered_reports
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
@@ -68,12 +69,18 @@ def comparison_problems(
     except RECOMPUTE_ERRORS as error:
         where = base / COMPARISON_DIR if directory is None else directory
         return [(where, cannot_recompute("report-mismatch", "the comparison", error))]
+    try:
+        looks = read_looks(base)
+    except XaytuneError:
+        looks = []  # named by the looks check (looks-broken)
     if directory is not None:
-        return _one(base, cfg, source, cfg.challengers[0], directory, candidates)[0]
+        before = looks_before(looks, directory.name)
+        return _one(base, cfg, source, cfg.challengers[0], directory, candidates, before)[0]
+    before = looks_before(looks, COMPARISON_DIR)
     problems: list[tuple[Path, str]] = []
     written = []
     for label, path in comparison_dirs(base, cfg).items():
-        found, report = _one(base, cfg, source, label, path, candidates)
+        found, report = _one(base, cfg, source, label, path, candidates, before)
         problems += found
         if report is not None:
             written.append((label, report, path))
@@ -87,12 +94,13 @@ def comparison_problems(
     return problems
 
 
-def _one(base, cfg, source, label, directory, candidates):
-    """The problems of one challenger's comparison directory, and its report."""
+def _one(base, cfg, source, label, directory, candidates, looks):
+    """The problems of one challenger's comparison directory, and its report (with the
+    ``looks`` recorded before the look that wrote it)."""
     if not directory.is_dir():
         return [(directory, "report-missing: no comparison of challenger " + label)], None
     try:
-        report = comparison_report(base, cfg, source, label, candidates=candidates)
+        report = comparison_report(base, cfg, source, label, candidates=candidates, looks=looks)
         released = report.released()
         images = {
             name: (directory / name).read_bytes()

@@ -29,6 +29,7 @@ __all__ = [
     "fresh_dir",
     "remove_stale_temporaries",
     "tree_lock",
+    "tree_writer",
     "walk_tree",
 ]
 
@@ -171,6 +172,29 @@ def remove_stale_temporaries(root: Path) -> list[Path]:
                 path.unlink()
                 stale.append(path)
     return sorted(stale)
+
+
+def tree_writer(tree: Path) -> str | None:
+    """The pid of the live process writing ``tree`` (a run or a resume holding its
+    lock, :func:`tree_lock`; in a sweep, a job's own directory under it), or None.
+
+    Read-only: the lock file is opened for reading and probed with a shared lock, so a
+    verifier never creates or changes a file in the tree. A lock file whose writer has
+    died is not held (the kernel released it): None."""
+    candidates = [tree / LOCK_FILE, *sorted(tree.glob(f"*/{LOCK_FILE}"))]
+    candidates += sorted(tree.glob(f"*/*/{LOCK_FILE}"))  # a sweep's job, a model's run
+    for path in candidates:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # no lock file (or not a regular one): no writer here
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        finally:
+            os.close(fd)
+    return None
 
 
 @contextmanager

@@ -38,13 +38,15 @@ from xaytune.app._manifest_view import (
     read_manifest,
     recorded_suite,
 )
-from xaytune.app._tree import LOCK_FILE, TreeFiles, walk_tree
+from xaytune.app._tree import LOCK_FILE, TreeFiles, tree_writer, walk_tree
 from xaytune.app.cache import REUSE_FILE
 from xaytune.app.config import ComparisonConfig, ExperimentConfig, validate_config
 from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
-from xaytune.app.intent import INTENT_FILE, read_intent
+from xaytune.app.intent import INTENT_FILE, previous_intents, read_intent
+from xaytune.app.looks import LOOKS_FILE, looks_problems
 from xaytune.app.manifest import MANIFEST, REPORT_FILES, what_is_run
 from xaytune.app.models_run import MODELS_DIR, models_problems
+from xaytune.app.order import order_problem
 from xaytune.app.parts import part_change
 from xaytune.app.recompare import RECOMPARISON_PREFIX
 from xaytune.core.canonical import canonical_bytes, sha256_digest
@@ -57,7 +59,7 @@ from xaytune.harness.evidence.publish import PublishedSubject, load_published
 from xaytune.harness.evidence.store import STORE_MARKER, HarnessEvidenceStore
 from xaytune.plugins import CodeIdentity
 
-__all__ = ["audit_tree"]
+__all__ = ["audit_tree", "refuse_busy_tree"]
 
 
 class _Published(NamedTuple):
@@ -97,6 +99,21 @@ class _Audit:
     def problem(self, path: Path, message: str) -> None:
         """One line naming ``path`` (once: an error's message may name it already)."""
         self.problems.append(message if str(path) in message else f"{path}: {message}")
+
+
+def refuse_busy_tree(root: Path, *, command: str) -> None:
+    """``tree-busy`` when a live process is writing ``root`` (it holds the tree's lock):
+    a tree mid-run is not yet what it will be, and "resume it" would start a second
+    writer. A tree whose writer has died is not busy; its manifest then says how to
+    finish it. ``command`` (e.g. "verify") says what to do again once it is done."""
+    from xaytune.core.errors import XaytuneError
+
+    pid = tree_writer(root)
+    if pid is not None:
+        raise XaytuneError(
+            "tree-busy",
+            f"{root} is being written by process {pid}; {command} it when that run has ended",
+        )
 
 
 def audit_tree(
@@ -146,8 +163,13 @@ def audit_tree(
             for file, message in comparison_problems(path.parent, cfg, source, records=under):
                 audit.problem(file, message)
         _check_recomparisons(manifest, path, source, cfg, audit)
+        if cfg is not None and models is None:
+            for message in looks_problems(path.parent, cfg.seeds):
+                audit.problem(path.parent / LOOKS_FILE, message)
         _warn_adapter_change(manifest, path, audit)
         _check_hydra_config(manifest, path, audit)
+        if cfg is not None and (problem := order_problem(path, cfg.job_seeds)) is not None:
+            audit.problem(path, problem)
         if cfg is not None and models is None:
             _check_coverage(manifest, path, cfg, audit)
         mine: set[Path] = set()
@@ -398,8 +420,17 @@ def _check_intent(
             f"intent-mismatch: candidate {label} seed {replicate.seed} is not one {where} "
             "set out to run",
         )
+    earlier = previous_intents(intent)
     for subject, evidence in published.values():
         if evidence.intent == digest:
+            continue
+        before = earlier.get(evidence.intent)
+        if before is not None:
+            # A tree extended with seeds: this replicate ran under the intent before.
+            problem = _not_this_replicate(before, intent, fingerprint, replicate.seed)
+            if problem is None:
+                continue
+            audit.problem(directory, f"intent-mismatch: evidence of an earlier intent {problem}")
             continue
         origin = _reused_intent(directory / "evidence" / REUSE_FILE)
         if origin is not None and origin[1] == evidence.intent:

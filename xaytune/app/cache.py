@@ -29,21 +29,25 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.harness.evidence import EVIDENCE_SCHEMA
 from xaytune.harness.evidence.store import STORE_SCHEMA, atomic_write
 from xaytune.harness.spec import AgentExecutionSpec
 
+if TYPE_CHECKING:  # the runner is imported by the runs that need it, not by a lookup
+    from xaytune.harness.runner import AttemptResult
+
 __all__ = [
     "CACHE_SCHEMA",
     "REUSE_FILE",
     "CachedReplicate",
     "cache_root",
+    "cacheable",
     "lookup",
     "publish",
     "remove_restores",
@@ -92,6 +96,20 @@ def replicate_key(
                 "model_adapter": model_adapter,
             }
         )
+    )
+
+
+def cacheable(attempts: Iterable[AttemptResult]) -> bool:
+    """Whether a replicate whose run made ``attempts`` may be stored: only when every
+    attempt is complete (none partial, so no ``model-unavailable``), none ended
+    ``model-error`` and no model call of any attempt raised. An endpoint that erred
+    says something about that endpoint at that moment, not about the harness: reusing
+    such evidence would replay the error into every later run with the same key."""
+    return all(
+        attempt.outcome is not None
+        and attempt.outcome.terminal != "model-error"
+        and attempt.spend.model_errors == 0
+        for attempt in attempts
     )
 
 

@@ -15,6 +15,12 @@ import signal
 import sys
 from pathlib import Path
 
+from xaytune.app._cli_checks import (
+    check_flags,
+    check_output_argument,
+    config_groups,
+    group_hint,
+)
 from xaytune.core._ids import is_valid_id
 from xaytune.core.limits import clip
 
@@ -74,7 +80,7 @@ def _exception_of(report: str) -> tuple[str, str] | None:
 _NO_SUCH_KEY = re.compile(r"Could not override '([^']+)'\.")
 
 
-def _one_line(report: str) -> str:
+def _one_line(report: str, argv: list[str]) -> str:
     raw = report.splitlines()
     lines = [
         line.strip()
@@ -84,6 +90,8 @@ def _one_line(report: str) -> str:
     if not lines:
         return "Hydra could not compose the config"
     missing = _NO_SUCH_KEY.match(lines[0])
+    if missing is not None and missing[1] in config_groups(argv):
+        return group_hint(missing[1], argv)
     if missing is not None:
         # Hydra suggests "+key=value", which only adds a key the schema then refuses:
         # for a misspelt key the fix is the spelling.
@@ -113,10 +121,27 @@ def _path_part(value: object) -> str:
 
 
 def _fresh_dir(path: str) -> str:
-    """A run's or sweep's own directory (see :func:`xaytune.app._tree.fresh_dir`)."""
-    from xaytune.app._tree import fresh_dir
+    """A run's or sweep's own directory (see :func:`xaytune.app._tree.fresh_dir`).
 
-    return str(fresh_dir(Path(path)))
+    A directory that cannot be made (a read-only or pseudo file system, a file where a
+    directory is expected) stops the command with one ``bad-output`` line naming it:
+    raised inside OmegaConf's resolver, the OSError would reach the user as Hydra's
+    traceback (exit 1)."""
+    from xaytune.app._tree import fresh_dir
+    from xaytune.core.errors import XaytuneError
+
+    try:
+        return str(fresh_dir(Path(path)))
+    except OSError as error:
+        failed = Path(error.filename) if error.filename else Path(path)
+        why = error.strerror or type(error).__name__
+        _held["output_error"] = (
+            f"error: bad-output: {failed.absolute()}: cannot create the output directory "
+            f"({why}); give a writable one with hydra.run.dir=<dir>"
+        )
+    except XaytuneError as error:
+        _held["output_error"] = f"error: {error}"
+    raise SystemExit(2)  # through OmegaConf and Hydra, which catch Exception only
 
 
 def _resumed_dir(resume: object, *, sweep: bool) -> str:
@@ -260,6 +285,8 @@ def run() -> None:
     sys.argv[1:] = _dry_run_argument(sys.argv[1:])
     _check_resume_argument(sys.argv[1:])
     _check_run_dir_argument(sys.argv[1:])
+    check_flags(sys.argv[1:])
+    check_output_argument(sys.argv[1:])
     sys.argv[1:] = _sweep_arguments(sys.argv[1:])
     signal.signal(signal.SIGTERM, _on_sigterm)
     register_resolvers()
@@ -268,6 +295,11 @@ def run() -> None:
     try:
         main()
     except SystemExit as stop:
+        output_error = _held.pop("output_error", None)
+        if output_error is not None:
+            composition_done(replay=False)
+            print(output_error, file=sys.stderr)
+            sys.exit(2)
         if "stderr" in _held and stop.code not in (0, None):
             report = sys.stderr.getvalue()  # type: ignore[attr-defined]
             composition_done(replay=False)
@@ -280,7 +312,7 @@ def run() -> None:
                 kind = kind.rsplit(".", 1)[-1]
                 print(f"error: {reason}: {kind}: {clip(message, _MESSAGE_CHARS)}", file=sys.stderr)
             else:
-                line = clip(_one_line(report), _MESSAGE_CHARS)
+                line = clip(_one_line(report, sys.argv[1:]), _MESSAGE_CHARS)
                 print(f"error: bad-override: {line}", file=sys.stderr)
             sys.exit(2)
         raise

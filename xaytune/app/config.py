@@ -11,6 +11,7 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -23,6 +24,7 @@ from xaytune.harness.spec import Harness
 from xaytune.models._prices import ModelPrices
 
 __all__ = [
+    "AnthropicModelConfig",
     "CacheConfig",
     "ComparisonConfig",
     "EvaluatorConfig",
@@ -110,8 +112,47 @@ class OpenAICompatibleModelConfig(BaseModel):
     revision: str = "unpinned"
     parameters: dict[str, Any] = {}
     timeout_s: float = Field(default=60.0, gt=0, le=limits.MAX_TIMEOUT_S)
+    # The whole request, however slowly the server sends it.
+    total_timeout_s: float = Field(default=600.0, gt=0, le=limits.MAX_TIMEOUT_S)
     max_retries: int = Field(default=3, ge=0, le=limits.MAX_RETRIES)
+    # Ask the endpoint once, before anything is written or run (xaytune.app.endpoints).
+    preflight: bool = True
     prices: ModelPrices | None = None
+
+
+class AnthropicModelConfig(BaseModel):
+    """A Claude model behind Anthropic's Messages API (``xaytune.models.AnthropicModel``)."""
+
+    model_config = _STRICT
+
+    kind: Literal["anthropic"]
+    name: str
+    base_url: str = "https://api.anthropic.com"
+    api_key_env: str | None = "ANTHROPIC_API_KEY"
+    anthropic_version: str = "2023-06-01"
+    revision: str = "unpinned"
+    parameters: dict[str, Any] = {}
+    # Sent as max_tokens (the API requires one) when neither the harness nor parameters do.
+    max_tokens: int = Field(default=4096, ge=1, le=limits.MAX_CONTEXT_WINDOW)
+    timeout_s: float = Field(default=60.0, gt=0, le=limits.MAX_TIMEOUT_S)
+    total_timeout_s: float = Field(default=600.0, gt=0, le=limits.MAX_TIMEOUT_S)
+    max_retries: int = Field(default=3, ge=0, le=limits.MAX_RETRIES)
+    # Ask the endpoint once, before anything is written or run (xaytune.app.endpoints).
+    preflight: bool = True
+    prices: ModelPrices | None = None
+
+    @field_validator("prices")
+    @classmethod
+    def _cache_writes_priced(cls, prices: ModelPrices | None) -> ModelPrices | None:
+        # Anthropic bills prompt-cache writes above the input price: a table that does not
+        # say what they cost would underestimate a run that writes the cache.
+        tables = () if prices is None else (prices, *prices.tiers)
+        if any(table.cache_write_per_mtok is None for table in tables):
+            raise ValueError(
+                "declare cache_write_per_mtok (Anthropic bills prompt-cache writes above the "
+                "input price; write the input price if the run writes no cache)"
+            )
+        return prices
 
 
 class LlamaCppLocalModelConfig(BaseModel):
@@ -169,13 +210,14 @@ def _model_kind(value: Any) -> str | None:
 ModelConfig = Annotated[
     Annotated[SimulatedModelConfig, Tag("simulated")]
     | Annotated[OpenAICompatibleModelConfig, Tag("openai_compatible")]
+    | Annotated[AnthropicModelConfig, Tag("anthropic")]
     | Annotated[LlamaCppLocalModelConfig, Tag("llama_cpp_local")]
     | Annotated[TargetModelConfig, Tag("target")],
     Discriminator(
         _model_kind,
         custom_error_type="model_kind",
         custom_error_message=(
-            "set kind (simulated, openai_compatible, llama_cpp_local) or _target_ "
+            "set kind (simulated, openai_compatible, anthropic, llama_cpp_local) or _target_ "
             "(a model adapter class)"
         ),
     ),
@@ -211,6 +253,29 @@ class ComparisonConfig(BaseModel):
     # Also measure the A/A rate by simulation on the run's observed spread
     # (descriptive, deterministic; never changes a verdict).
     calibrate: bool = False
+    # The declared method (xaytune.core._comparison_methods); its alpha, and for the
+    # sequential one each objective's bound on a per-task difference (conf/comparison/).
+    method: Literal["paired-difference/v1", "task-paired/v1", "sequential-paired/v1"] = (
+        "paired-difference/v1"
+    )
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    bounds: dict[str, float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> ComparisonConfig:
+        # Checked before any model call: the sequential method needs every bound.
+        for metric, bound in self.bounds.items():
+            if not bound > 0 or bound == float("inf"):
+                raise ValueError(f"bounds.{metric}: {bound} is not a positive number")
+        if self.method == "sequential-paired/v1":
+            for objective in self.objectives:
+                if objective.metric != "task_success" and objective.metric not in self.bounds:
+                    raise ValueError(
+                        f"method sequential-paired/v1: objective {objective.metric} needs "
+                        f"comparison.bounds.{objective.metric} (the largest possible "
+                        "per-task difference)"
+                    )
+        return self
 
 
 # Names of the files beside the challengers' comparison directories in comparison/.
@@ -326,7 +391,9 @@ class ExperimentConfig(BaseModel):
         return tuple(sorted(label for label in self.candidates if label != self.baseline))
 
 
-_MODEL_TAGS = frozenset({"simulated", "openai_compatible", "llama_cpp_local", "target"})
+_MODEL_TAGS = frozenset(
+    {"simulated", "openai_compatible", "anthropic", "llama_cpp_local", "target"}
+)
 
 
 def _user_key(loc: tuple[Any, ...]) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from xaytune.app import cache
 from xaytune.app.cache import replicate_key
 from xaytune.app.config import (
+    AnthropicModelConfig,
     ExperimentConfig,
     LlamaCppLocalModelConfig,
     ModelConfig,
@@ -108,6 +109,21 @@ def build_model(config: ModelConfig, *, seed: int) -> Model:
 
         # One server per process, shared by the replicates; the runtime is the [local] extra.
         return llama_cpp_local_model(seed=seed, **config.model_dump(exclude={"kind", "prices"}))
+    if isinstance(config, AnthropicModelConfig):
+        from xaytune.models import AnthropicModel
+
+        return AnthropicModel(
+            config.name,
+            base_url=config.base_url,
+            api_key_env=config.api_key_env,
+            anthropic_version=config.anthropic_version,
+            revision=config.revision,
+            parameters=dict(config.parameters),
+            max_tokens=config.max_tokens,
+            timeout_s=config.timeout_s,
+            total_timeout_s=config.total_timeout_s,
+            max_retries=config.max_retries,
+        )
     from xaytune.models import OpenAICompatibleModel
 
     return OpenAICompatibleModel(
@@ -117,6 +133,7 @@ def build_model(config: ModelConfig, *, seed: int) -> Model:
         revision=config.revision,
         parameters=dict(config.parameters),
         timeout_s=config.timeout_s,
+        total_timeout_s=config.total_timeout_s,
         max_retries=config.max_retries,
     )
 
@@ -261,7 +278,14 @@ def run_replicate(
             specs, suite, sampling, assignment, source, store, intent=intent
         )
     subject = publish_evidence(evidence, store)
-    if cached is None and fresh and cfg.cache.mode == "read-write" and intent is not None:
+    if (
+        cached is None
+        and fresh
+        and cfg.cache.mode == "read-write"
+        and intent is not None
+        # Evidence touched by a model error is never stored: it would replay the error.
+        and cache.cacheable(attempt for run in runs for attempt in run.attempts)
+    ):
         cache.publish(
             cache.cache_root(cfg.cache.dir),
             key,

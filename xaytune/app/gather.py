@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from xaytune.app.config import ExperimentConfig
 from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
+from xaytune.app.looks import with_looks
 from xaytune.app.reports import PLOT_NAMES, write_reports
 from xaytune.app.summary import summary_files
 from xaytune.core.canonical import canonical_bytes
@@ -82,15 +84,20 @@ def comparison_dirs(root: Path, cfg: ExperimentConfig) -> dict[str, Path]:
 
 
 def write_comparison(
-    root: Path, cfg: ExperimentConfig, source: SuiteSource
+    root: Path,
+    cfg: ExperimentConfig,
+    source: SuiteSource,
+    *,
+    looks: list[dict[str, Any]] | None = None,
 ) -> list[tuple[str, ComparisonReport, Path]]:
     """Compare each challenger found under ``root`` with the baseline; write its
     comparison (and, with several challengers, their summary in ``comparison/``).
+    ``looks``: the looks at the tree before this one (shown when there are any).
     Returns (challenger label, report, directory) per challenger."""
     candidates = gather_candidates(root)
     written = []
     for label, directory in comparison_dirs(root, cfg).items():
-        report = comparison_report(root, cfg, source, label, candidates=candidates)
+        report = comparison_report(root, cfg, source, label, candidates=candidates, looks=looks)
         directory.mkdir(parents=True, exist_ok=True)
         for name, data in comparison_files(report).items():
             atomic_write(directory / name, data)
@@ -128,9 +135,12 @@ def comparison_report(
     challenger: str | None = None,
     *,
     candidates: dict[str, CandidateRuns] | None = None,
+    looks: list[dict[str, Any]] | None = None,
 ) -> ComparisonReport:
     """The comparison of the baseline with ``challenger`` (default: the first) found
-    under ``root`` (what :func:`write_comparison` writes; what the auditor recomputes)."""
+    under ``root`` (what :func:`write_comparison` writes; what the auditor recomputes).
+    ``looks``: the looks at the tree before this one (xaytune.app.looks), shown in the
+    report when there are any."""
     if candidates is None:
         candidates = gather_candidates(root)
     challenger = cfg.challengers[0] if challenger is None else challenger
@@ -147,5 +157,9 @@ def comparison_report(
         k=cfg.comparison.k,
         disclosure=cfg.disclosure,
         calibrate=cfg.comparison.calibrate,
+        method=cfg.comparison.method,
+        alpha=cfg.comparison.alpha,
+        bounds=dict(cfg.comparison.bounds),
     )
-    return compare(candidates[cfg.baseline], candidates[challenger], spec, source.suite)
+    report = compare(candidates[cfg.baseline], candidates[challenger], spec, source.suite)
+    return with_looks(report, looks or [])

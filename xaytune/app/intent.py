@@ -9,6 +9,11 @@ Changing what the comparison is made under after the fact (``min_effect``,
 attempt record with it: re-chaining every attempt, the hard class of rewrite.
 ``python -m xaytune.verify`` checks the manifest, ``.hydra/config.yaml`` and every
 replicate against it, and that the replicates are exactly its seeds x candidates.
+
+The one rewrite allowed: a finished tree *extended* with more seeds (the same config, a
+longer ``seeds`` list that keeps the recorded ones first) gets the longer intent, with
+the intents before it kept whole in its ``previous`` list; the replicates run under
+one of those carry its digest, and verify accepts them for that intent's seeds only.
 """
 
 from __future__ import annotations
@@ -24,7 +29,14 @@ from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import ConfigError
 from xaytune.harness.evidence.store import atomic_write
 
-__all__ = ["INTENT_FILE", "INTENT_SCHEMA", "intent_of", "read_intent", "write_intent"]
+__all__ = [
+    "INTENT_FILE",
+    "INTENT_SCHEMA",
+    "intent_of",
+    "previous_intents",
+    "read_intent",
+    "write_intent",
+]
 
 INTENT_FILE = "intent.json"
 INTENT_SCHEMA = "xaytune.run-intent/v1"
@@ -50,9 +62,14 @@ def _bytes(intent: dict[str, Any]) -> bytes:
     return canonical_bytes(intent) + b"\n"
 
 
-def write_intent(out: Path, intent: dict[str, Any], *, resume: bool) -> str:
+def write_intent(out: Path, intent: dict[str, Any], *, resume: bool, extend: bool = False) -> str:
     """Write ``out/intent.json`` (a fresh run) or check it is ``intent`` (a resume:
-    ``resume-mismatch`` otherwise); return its digest."""
+    ``resume-mismatch`` otherwise); return its digest.
+
+    ``extend`` (a finished tree given more seeds, checked by ``check_resume``): the
+    new intent is written with the recorded one appended to its ``previous`` list, so
+    the replicates run under an earlier intent stay accounted for (their attempts
+    carry its digest) and an extension is itself on record."""
     path = out / INTENT_FILE
     data = _bytes(intent)
     if resume:
@@ -62,7 +79,19 @@ def write_intent(out: Path, intent: dict[str, Any], *, resume: bool) -> str:
             raise ConfigError(
                 "resume-mismatch", f"{path}: missing; the tree records no intent to resume"
             ) from None
-        if recorded != data:
+        try:
+            earlier = json.loads(recorded).get("previous")
+        except (ValueError, AttributeError):
+            earlier = None
+        if earlier is not None:
+            data = _bytes({**intent, "previous": earlier})
+        if extend and recorded != data:
+            before = json.loads(recorded)
+            # Whole, as recorded: its digest is the one its replicates' attempts carry.
+            chain = [*(earlier or []), before]
+            data = _bytes({**intent, "previous": chain})
+            atomic_write(path, data)
+        if recorded != data and not extend:
             raise ConfigError(
                 "resume-mismatch", f"{path}: the tree was started with another intent"
             )
@@ -90,3 +119,12 @@ def read_intent(out: Path) -> tuple[dict[str, Any], str]:
     if _bytes(intent) != data:
         raise ConfigError("bad-intent", f"{path}: not canonical")
     return intent, sha256_digest(data)
+
+
+def previous_intents(intent: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The intents a tree extended with seeds was run under before, by digest (the
+    digest its attempts carry): empty for a tree never extended."""
+    earlier = intent.get("previous")
+    if not isinstance(earlier, list):
+        return {}
+    return {sha256_digest(_bytes(item)): item for item in earlier if isinstance(item, dict)}

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 # modules) when a config is validated: --help or --cfg answers without loading them
 # (tests/app/test_app_lazy_imports.py).
 
-__all__ = ["main", "resolve_config"]
+__all__ = ["main", "resolve_config", "resume_command"]
 
 
 def resolve_config(raw: DictConfig) -> tuple[ExperimentConfig, dict[str, Any]]:
@@ -79,8 +79,9 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
     """Run this job's replicates into ``out``; compare and report when ``compare``."""
     from xaytune.app._tree import remove_stale_temporaries
     from xaytune.app.experiment import load_source, run_replicate
-    from xaytune.app.intent import intent_of, write_intent
+    from xaytune.app.intent import intent_of, previous_intents, read_intent, write_intent
     from xaytune.app.manifest import check_resume, what_is_run, write_manifest
+    from xaytune.app.order import candidate_order
     from xaytune.app.parts import experiment_toolbox
     from xaytune.app.progress import replicate_progress
 
@@ -89,8 +90,9 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
     toolbox = experiment_toolbox(cfg)
     # A resumed sweep's job that had not started yet has no manifest: it starts afresh.
     resuming = cfg.resume is not None and (cfg.seed is None or (out / "manifest.json").exists())
+    extended: tuple[int, ...] = ()
     if resuming:
-        check_resume(out, plain, cfg)
+        extended = check_resume(out, plain, cfg)
         for path in remove_stale_temporaries(out):  # writes a kill cut short
             logging.getLogger("xaytune").info(
                 "removed %s (a write a killed run never finished)", path
@@ -99,10 +101,23 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
         raise ConfigError(
             "run-dir-exists", f"{out} holds a run already; only resume={out} continues it"
         )
-    intent = write_intent(out, intent_of(cfg, what_is_run(plain), source), resume=resuming)
+    intent = write_intent(
+        out, intent_of(cfg, what_is_run(plain), source), resume=resuming, extend=bool(extended)
+    )
+    if extended:
+        _record_extended_config(out, plain)
+    # Seeds run under an earlier intent (before the tree was extended) stay as they are.
+    earlier = {
+        seed
+        for before in previous_intents(read_intent(out)[0]).values()
+        for seed in before["seeds"]
+    }
     write_manifest(out, cfg, plain, source, final=False)
-    for seed in cfg.job_seeds:
-        for label in cfg.candidates:
+    fingerprints = {label: h.fingerprint for label, h in cfg.candidates.items()}
+    for seed in (seed for seed in cfg.job_seeds if seed not in earlier):
+        # A seeded permutation per seed (xaytune.app.order): a fixed order would hand
+        # the within-run drift of time metrics to the same candidate on every seed.
+        for label in candidate_order(seed, fingerprints):
             harness = cfg.candidates[label]
             with replicate_progress(
                 f"{harness.name} seed {seed}", total=_task_count(cfg, source), enabled=cfg.progress
@@ -125,6 +140,16 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
         print(f"replicates written under {out}")
         return 0
     return finish(out, cfg, plain, source)
+
+
+def _record_extended_config(out: Path, plain: dict[str, Any]) -> None:
+    """A tree extended with seeds now runs under the longer list: its .hydra/config.yaml
+    (which a resume otherwise keeps as first written) says so, as the manifest does."""
+    from xaytune.harness.evidence.store import atomic_write
+
+    hydra_config = out / ".hydra" / "config.yaml"
+    if hydra_config.is_file():
+        atomic_write(hydra_config, OmegaConf.to_yaml(OmegaConf.create(plain)).encode())
 
 
 def _model_runs(
@@ -176,14 +201,18 @@ def run_several_models(
 def finish(out: Path, cfg: ExperimentConfig, plain: dict[str, Any], source) -> int:
     """Compare, write reports and the final manifest, print the table; the gate code."""
     from xaytune.app.gather import write_comparison
+    from xaytune.app.looks import read_looks, record_look
     from xaytune.app.manifest import write_manifest
     from xaytune.app.reports import terminal_table
 
-    written = write_comparison(out, cfg, source)
+    written = write_comparison(out, cfg, source, looks=read_looks(out))
+    warning = record_look(out, "comparison", [(label, r) for label, r, _ in written])
     write_manifest(out, cfg, plain, source, final=True)
     for _, report, directory in written:
         terminal_table(report.released())
         print(f"report: {directory / 'report.md'} (html: {directory / 'report.html'})")
+    if warning:
+        print(f"warning: {warning} (looks: {out / 'looks.md'})", file=sys.stderr)
     if len(written) > 1:
         summary = out / "comparison"
         print((summary / "summary.md").read_text())
@@ -207,12 +236,26 @@ def _resume_hint(out: Path | None) -> str:
     hydra_cfg = HydraConfig.get()
     if hydra_cfg.mode == RunMode.MULTIRUN:
         sweep = Path(hydra_cfg.sweep.dir).absolute()
-        argv = [
-            a for a in sys.argv[1:] if not a.startswith("resume=") and a not in ("-m", "--multirun")
-        ]
-        return f"resume with: python -m xaytune {shlex.join(['-m', *argv, f'resume={sweep}'])}"
-    overrides = [o for o in hydra_cfg.overrides.task if not o.startswith("resume=")]
-    return f"resume with: python -m xaytune {shlex.join([*overrides, f'resume={out}'])}"
+        return f"resume with: {resume_command(sys.argv[1:], sweep, sweep=True)}"
+    return f"resume with: {resume_command(sys.argv[1:], out, sweep=False)}"
+
+
+# Dropped from a resume command: ``resume=`` names the tree, which also sets the run
+# (or sweep) directory; the multirun flag is put first again for a sweep.
+_NOT_RESUMED = ("resume=", "hydra.run.dir=", "hydra.sweep.dir=")
+
+
+def resume_command(argv: list[str], tree: Path | None, *, sweep: bool) -> str:
+    """The shell command that continues ``tree``: this run's own arguments ``argv``
+    (every Hydra option kept as typed, ``--config-dir X``, ``-cn NAME``, ... so pasting
+    it finds the same config) with ``resume=<tree>`` instead of a run directory."""
+    kept = [
+        arg
+        for arg in argv
+        if not arg.startswith(_NOT_RESUMED) and arg not in ("-m", "--multirun", "--dry-run")
+    ]
+    flag = ["-m"] if sweep else []
+    return f"python -m xaytune {shlex.join([*flag, *kept, f'resume={tree}'])}"
 
 
 def _task_count(cfg: ExperimentConfig, source) -> int:

@@ -12,6 +12,7 @@ from xaytune.app._tree import find_links
 from xaytune.app.cache import REUSE_FILE
 from xaytune.app.config import ExperimentConfig
 from xaytune.app.experiment import REPLICATE_FILE, timing_environment
+from xaytune.app.order import order_record
 from xaytune.app.parts import experiment_parts
 from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
@@ -32,6 +33,8 @@ MANIFEST = "manifest.json"
 # Every report the run wrote (digests in the manifest; ``python -m xaytune.verify``
 # checks them): the comparison, with its plots, and each replicate's evaluation.
 REPORT_FILES = (
+    "looks.json",  # every look at the tree, hash-chained (xaytune.app.looks)
+    "looks.md",
     "comparison/**/*",
     "comparison-*/**/*",
     "**/candidates/*/candidate.json",
@@ -109,6 +112,10 @@ def write_manifest(
             for label, h in sorted(cfg.candidates.items())
         },
         "parts": experiment_parts(cfg),
+        # The order the candidates run in on each seed (xaytune.app.order).
+        "candidate_order": order_record(
+            cfg.job_seeds, {label: h.fingerprint for label, h in cfg.candidates.items()}
+        ),
         "durability": cfg.durability,
         "timing_environment": timing_environment(),
         "versions": _versions(),
@@ -136,9 +143,12 @@ def what_is_run(plain: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in plain.items() if k not in _OPERATIONAL}
 
 
-def check_resume(out: Path, plain: dict[str, Any], cfg: ExperimentConfig) -> None:
+def check_resume(out: Path, plain: dict[str, Any], cfg: ExperimentConfig) -> tuple[int, ...]:
     """Refuse to resume into a tree made from another config, or with parts whose
-    code has changed since (``resume-mismatch``, naming the part)."""
+    code has changed since (``resume-mismatch``, naming the part). A finished tree
+    may be *extended*: the same config with a longer ``seeds`` list that keeps the
+    recorded seeds first; the recorded seeds are returned then (only the new ones
+    run), and () for a plain resume."""
     path = out / MANIFEST
     try:
         previous = json.loads(path.read_bytes())
@@ -149,10 +159,9 @@ def check_resume(out: Path, plain: dict[str, Any], cfg: ExperimentConfig) -> Non
     links = find_links(out)
     if links:
         raise ConfigError("symlink", f"{links[0]}: a tree to resume holds no links")
+    extended: tuple[int, ...] = ()
     if previous.get("config_fingerprint") != fingerprint(what_is_run(plain)):
-        raise ConfigError(
-            "resume-mismatch", f"{out}: was run with another config; resume needs the same one"
-        )
+        extended = _check_extension(out, previous, plain)
     recorded = previous.get("candidates") if isinstance(previous, dict) else None
     for label, harness in sorted(cfg.candidates.items()):
         before = recorded.get(label) if isinstance(recorded, dict) else None
@@ -170,6 +179,47 @@ def check_resume(out: Path, plain: dict[str, Any], cfg: ExperimentConfig) -> Non
             "resume-mismatch",
             f"{out}: {_changed_experiment_part(parts, current)}; resume needs the same code",
         )
+    return extended
+
+
+def _check_extension(out: Path, previous: dict[str, Any], plain: dict[str, Any]) -> tuple[int, ...]:
+    """Allow a resume whose only change is a longer ``seeds`` list that keeps the
+    recorded seeds first (only the new seeds run; each comparison written is a look,
+    see xaytune.app.looks); refuse anything else with ``resume-mismatch``. Under the
+    sequential method the new seeds must also be larger than every recorded one: its
+    e-process reads seeds in ascending order, and an extension must extend that path."""
+    same = "was run with another config; resume needs the same one"
+    before = previous.get("config")
+    if not isinstance(before, dict):
+        raise ConfigError("resume-mismatch", f"{out}: {same}")
+    old_seeds, new_seeds = list(before.get("seeds") or []), list(plain.get("seeds") or [])
+    rest = {k: v for k, v in what_is_run(plain).items() if k != "seeds"}
+    if fingerprint(rest) != fingerprint(
+        {k: v for k, v in what_is_run(before).items() if k != "seeds"}
+    ):
+        raise ConfigError("resume-mismatch", f"{out}: {same}")
+    if len(new_seeds) <= len(old_seeds) or new_seeds[: len(old_seeds)] != old_seeds:
+        raise ConfigError(
+            "resume-mismatch",
+            f"{out}: seeds {new_seeds} do not extend the recorded {old_seeds} (a longer list "
+            "that keeps them first)",
+        )
+    comparison = plain.get("comparison") or {}
+    if comparison.get("method") == "sequential-paired/v1" and min(
+        new_seeds[len(old_seeds) :]
+    ) <= max(old_seeds):
+        raise ConfigError(
+            "resume-mismatch",
+            f"{out}: under sequential-paired/v1 new seeds must be larger than {max(old_seeds)} "
+            "(the e-process reads seeds in ascending order)",
+        )
+    if previous.get("complete") is not True or plain.get("seed") is not None or plain.get("models"):
+        raise ConfigError(
+            "resume-mismatch",
+            f"{out}: only a finished run of one model in one process can be extended with "
+            "seeds; finish it first (resume with its own seeds)",
+        )
+    return tuple(old_seeds)
 
 
 def _changed_experiment_part(before: Any, now: dict[str, Any]) -> str:

@@ -5,12 +5,15 @@ facets); comparing models with each other is not one, and is never made: each mo
 is a run of its own in ``models/<label>/`` (its intent, manifest, replicates and
 comparison, verified like any run), and the root's ``comparison/models.json`` and
 ``models.md`` say, per challenger and objective, what each model's comparison found
-and where they agree ("favors mental on 2 of 3 models").
+and where they agree: both directions with their counts ("favors calculator on 2 of 3
+models, mental on 1 of 3"), next to what chance alone would give if every model's
+candidates were the same harness (from each model's own A/A rate).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,7 @@ __all__ = [
     "MODELS_FILES",
     "models_problems",
     "models_summary_files",
+    "row_words",
     "run_models",
 ]
 
@@ -33,6 +37,15 @@ MODELS_FILES = ("models.json", "models.md")
 MODELS_SCHEMA = "xaytune.models-summary/v1"
 
 SubRun = tuple[ExperimentConfig, dict[str, Any]]
+
+CHANCE_NOTE = (
+    "By chance alone: if under every model both candidates were the same harness, how "
+    "often at least one model would name a side on this objective (1 − Π(1 − p_m) over "
+    "the models' own A/A rates p_m: their runs are independent), and how many models "
+    "would be expected to name each side; ≤ where a model's rate is an upper bound "
+    "(normal theory with a positive min_effect). A count no higher than that is what "
+    "chance gives."
+)
 
 
 def run_models(
@@ -74,6 +87,8 @@ def _reports(cfg: ExperimentConfig, out: Path) -> dict[str, dict[str, dict[str, 
 
 
 def _summary(cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
+    from xaytune.core.harness_comparison import independent_family_rate
+
     reports = _reports(cfg, out)
     models = list(reports)
     rows = []
@@ -84,6 +99,14 @@ def _summary(cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
             }
             favors = sum(v == "favors-b" for v in verdicts.values())
             against = sum(v == "favors-a" for v in verdicts.values())
+            found = [_aa_rate(reports[m][label], objective.metric) for m in models]
+            known = None if any(f is None for f in found) else [f[0] for f in found]
+            # Normal theory with a positive min_effect gives an upper bound, not a rate.
+            bound = (
+                known is not None
+                and objective.min_effect > 0
+                and any(f[1] == "student-t" for f in found)
+            )
             rows.append(
                 {
                     "challenger": label,
@@ -93,6 +116,13 @@ def _summary(cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
                     "favors_challenger": favors,
                     "favors_baseline": against,
                     "agree": len(set(verdicts.values())) == 1,
+                    # If every model's candidates were the same harness: the chance at
+                    # least one model names a side (the models' runs are independent,
+                    # so 1 − Π(1 − p_m) is exact given each p_m), and the expected
+                    # number of models naming each side (half of Σ p_m, by symmetry).
+                    "aa_any_model": None if known is None else independent_family_rate(known),
+                    "aa_expected_per_side": None if known is None else math.fsum(known) / 2,
+                    "aa_upper_bound": bound,
                 }
             )
     return {
@@ -108,28 +138,62 @@ def _summary(cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
     }
 
 
+def _aa_rate(report: dict[str, Any], metric: str) -> tuple[float, str] | None:
+    """One model's A/A rate of ``metric`` and its model ("binomial-lattice",
+    "student-t") as its released report states them (None when its comparison has no
+    calibration or the rule did not decide the objective)."""
+    calibration = report.get("calibration")
+    if calibration is None:
+        return None
+    for objective in calibration["objectives"]:
+        if objective["metric"] == metric:
+            return objective["rate"], objective["model"]
+    return None
+
+
+def row_words(row: dict[str, Any], baseline: str, total: int) -> str:
+    """What the models say on one row, both directions with their counts ("favors
+    calculator on 2 of 3 models, mental on 1 of 3 (the models disagree)"): a majority
+    one way is never hidden behind a minority the other way."""
+    sides = []
+    if row["favors_baseline"]:
+        sides.append(f"{baseline} on {row['favors_baseline']} of {total}")
+    if row["favors_challenger"]:
+        sides.append(f"{row['name']} on {row['favors_challenger']} of {total}")
+    if not sides:
+        return f"no side on any of {total} models"
+    sides[0] += " models"
+    said = "favors " + ", ".join(sides)
+    return said + (" (the models disagree)" if len(sides) == 2 else "")
+
+
+def _chance(row: dict[str, Any], total: int) -> str:
+    if row["aa_any_model"] is None:
+        return "—"
+    at_most = "≤ " if row["aa_upper_bound"] else ""
+    return (
+        f"{at_most}{100 * row['aa_any_model']:.1f}% for ≥ 1 of {total}; "
+        f"{at_most}{row['aa_expected_per_side']:.2f} expected per side"
+    )
+
+
 def _markdown(data: dict[str, Any]) -> str:
     models, baseline = data["models"], data["baseline"]["name"]
     lines = [
         f"# Across {len(models)} models: challengers against {baseline}",
         "",
-        "| challenger | objective | " + " | ".join(models) + " | summary |",
-        "|---|---|" + "---|" * len(models) + "---|",
+        "| challenger | objective | " + " | ".join(models) + " | summary | by chance alone (A/A) |",
+        "|---|---|" + "---|" * len(models) + "---|---|",
     ]
+    total = len(models)
     for row in data["rows"]:
-        total = len(models)
-        if row["favors_challenger"]:
-            said = f"favors {row['name']} on {row['favors_challenger']} of {total} models"
-        elif row["favors_baseline"]:
-            said = f"favors {baseline} on {row['favors_baseline']} of {total} models"
-        else:
-            said = f"no side on any of {total} models"
-        if not row["agree"]:
-            said += " (the models disagree)"
         cells = " | ".join(row["verdicts"][m] for m in models)
         who = f"{row['name']} ({row['challenger']})"
-        lines.append(f"| {who} | {row['metric']} | {cells} | {said} |")
-    lines += ["", data["note"], ""]
+        lines.append(
+            f"| {who} | {row['metric']} | {cells} | {row_words(row, baseline, total)} "
+            f"| {_chance(row, total)} |"
+        )
+    lines += ["", data["note"], "", CHANCE_NOTE, ""]
     return "\n".join(lines)
 
 

@@ -152,6 +152,10 @@ def _adapter_code(cfg: ExperimentConfig) -> object:
         from xaytune.models.llama_cpp_local import LlamaCppLocalModel
 
         return LlamaCppLocalModel
+    if getattr(config, "kind", None) == "anthropic":
+        from xaytune.models import AnthropicModel  # aiohttp: only for an HTTP model
+
+        return AnthropicModel
     from xaytune.models import OpenAICompatibleModel  # aiohttp: only for an HTTP model
 
     return OpenAICompatibleModel

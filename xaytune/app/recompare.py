@@ -64,6 +64,7 @@ def recompare(tree: Path, overrides: list[str]) -> tuple[Path, ComparisonReport]
     from xaytune.app.audit import audit_tree
     from xaytune.app.experiment import load_source
     from xaytune.app.gather import comparison_files, comparison_report
+    from xaytune.app.looks import read_looks, record_look
     from xaytune.app.manifest import MANIFEST
     from xaytune.app.reports import write_reports
 
@@ -90,11 +91,12 @@ def recompare(tree: Path, overrides: list[str]) -> tuple[Path, ComparisonReport]
             "cache reuses every replicate)",
         )
     source = load_source(cfg)
-    report = comparison_report(tree, cfg, source)
+    report = comparison_report(tree, cfg, source, looks=read_looks(tree))
     directory = fresh_dir(tree / (RECOMPARISON_PREFIX + time.strftime("%Y-%m-%d_%H-%M-%S")))
     for name, data in comparison_files(report).items():
         atomic_write(directory / name, data)
     write_reports(directory, report.released())
+    record_look(tree, directory.name, [(cfg.challengers[0], report)])
     entry = {
         "path": directory.name,
         "overrides": list(overrides),
@@ -102,7 +104,8 @@ def recompare(tree: Path, overrides: list[str]) -> tuple[Path, ComparisonReport]
     }
     manifest.setdefault("recomparisons", []).append(entry)
     reports = manifest.setdefault("reports", {})
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+    looked = [tree / "looks.json", tree / "looks.md"]  # the look just recorded
+    for path in [*sorted(p for p in directory.rglob("*") if p.is_file()), *looked]:
         reports[str(path.relative_to(tree))] = sha256_digest(path.read_bytes())
     atomic_write(manifest_path, canonical_bytes(manifest) + b"\n")
     return directory, report

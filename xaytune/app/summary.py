@@ -5,7 +5,17 @@ Each challenger gets the spec's paired comparison with the baseline (its own
 by side: challenger x objective -> verdict, mean difference, threshold, 95% interval,
 and, descriptively, a Holm adjustment of the two-sided paired t p-values across all
 challengers x objectives (it never changes a verdict word: with many challengers,
-some verdict is likelier to be luck, and the adjusted p says how much).
+some verdict is likelier to be luck, and the adjusted p says how much). A row
+without spread (se = 0) gets p = 1 and, when it names a side anyway (a constant
+difference above min_effect), a marker; rows with fewer than 3 replicates are no test
+and stay out of the Holm family.
+
+It also states the family-wise A/A rate (:func:`family_rate`): the chance that at
+least one of these challengers names a side when all of them and the baseline are the
+same harness, with the baseline's runs shared by every challenger (so not
+``1 − (1 − p)^m``): exact on a small task lattice, else simulated, seeded from a digest
+of its inputs and recorded with its trial count, so ``python -m xaytune.verify``
+recomputes it with the rest of the summary (xaytune.core._comparison_family).
 
 Written to ``comparison/``: ``summary.json`` (canonical), ``summary.md`` and
 ``report.html`` (every comparison on one page under a summary grid).
@@ -13,16 +23,156 @@ Written to ``comparison/``: ``summary.json`` (canonical), ``summary.md`` and
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 from xaytune.core.canonical import canonical_bytes
-from xaytune.core.harness_comparison import ComparisonReport
+from xaytune.core.harness_comparison import (
+    ComparisonReport,
+    FamilyObjective,
+    FamilyRate,
+    family_aa_rate,
+)
 
-__all__ = ["SUMMARY_FILES", "holm", "summary_data", "summary_files"]
+__all__ = [
+    "HOLM_MIN_REPLICATES",
+    "SUMMARY_FILES",
+    "family_lines",
+    "family_rate",
+    "holm",
+    "summary_data",
+    "summary_files",
+]
 
 SUMMARY_FILES = ("summary.json", "summary.md", "report.html")
 SUMMARY_SCHEMA = "xaytune.comparison-summary/v1"
+HOLM_MIN_REPLICATES = 3
+
+
+def _lattice(runs: list) -> tuple[int, int] | None:
+    """(n tasks, successes) when every run is a count of successes over the same n."""
+    sizes = {run.n_tasks for run in runs}
+    if len(sizes) != 1 or (n := sizes.pop()) < 1:
+        return None
+    successes = 0
+    for run in runs:
+        if run.value is None or not 0.0 <= run.value <= 1.0:
+            return None
+        count = round(run.value * n)
+        if abs(run.value * n - count) > 1e-9:
+            return None
+        successes += count
+    return n, successes
+
+
+def _family_objective(metric_name: str, min_effect: float, sides: list[list]) -> FamilyObjective:
+    """The A/A model of one objective from the baseline's runs and each challenger's
+    (``sides``): a task lattice at the pooled success rate, else normal at the pooled
+    sd of the sides' runs made unbiased (min_effect 0, an upper bound, when a side's
+    runs are withheld and no spread is known)."""
+    runs = [run for side in sides for run in side]
+    lattice = _lattice(runs) if metric_name == "task_success" else None
+    if lattice is not None:
+        n, successes = lattice
+        return FamilyObjective(
+            metric=metric_name,
+            min_effect=min_effect,
+            model="binomial-lattice",
+            n_tasks=n,
+            success_rate=successes / (n * len(runs)),
+        )
+    variances, df = [], 0
+    for side in sides:
+        values = [run.value for run in side]
+        if len(values) < 2 or any(v is None or not math.isfinite(v) for v in values):
+            return FamilyObjective(metric=metric_name, min_effect=0.0, model="normal")
+        centre = math.fsum(values) / len(values)
+        variances.append(math.fsum((v - centre) ** 2 for v in values) / (len(values) - 1))
+        df += len(values) - 1
+    # The pooled sd is biased low (by c4(df), 2% at df 12) and the rate is concave in
+    # σ: divided by c4 it is unbiased for σ under normality (benchmarks/iteration.py).
+    c4 = math.sqrt(2.0 / df) * math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2))
+    return FamilyObjective(
+        metric=metric_name,
+        min_effect=min_effect,
+        model="normal",
+        sd=math.sqrt(math.fsum(variances) / len(variances)) / c4,
+    )
+
+
+def family_rate(results: list[tuple[str, ComparisonReport]]) -> FamilyRate:
+    """The chance that at least one of these challengers names a side when all of them
+    and the baseline are the same harness, at this R, k and min_effects, with the
+    baseline's runs shared (xaytune.core._comparison_family)."""
+    first = results[0][1]
+    objectives = []
+    for objective in first.spec.objectives:
+        decided = [r.metrics.get(objective.metric) for _, r in results]
+        if any(m is None or not m.differences for m in decided):
+            continue
+        sides = [list(decided[0].a.runs)] + [list(m.b.runs) for m in decided]
+        objectives.append(_family_objective(objective.metric, objective.min_effect, sides))
+    return family_aa_rate(
+        challengers=len(results),
+        replicates=min(len(report.seeds) for _, report in results),
+        k=first.spec.k,
+        objectives=objectives,
+    )
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def family_lines(family: dict[str, Any]) -> list[str]:
+    """The family-wise A/A rate in words (summary.md, the terminal, report.html)."""
+    m, trials = family["challengers"], family["trials"]
+    if family["replicates"] < 3 or not family["objectives"]:
+        return [f"Family-wise A/A: at R = {family['replicates']} no challenger can name a side."]
+
+    exact = set(family["exact_objectives"])
+    simulated = [metric for metric in family["per_objective"] if metric not in exact]
+
+    def se(rate: float, metrics: list[str]) -> str:
+        # Exact figures have no Monte Carlo error; a figure from simulated ones does.
+        if not any(metric in simulated for metric in metrics):
+            return " (exact)"
+        return f" ± {_pct(math.sqrt(rate * (1 - rate) / trials))}"
+
+    per = "; ".join(
+        f"{metric} {_pct(rate)}{se(rate, [metric])}"
+        for metric, rate in family["per_objective"].items()
+    )
+    everything = list(family["per_objective"])
+    bounded = [o["metric"] for o in family["objectives"] if o["model"] == "normal" and not o["sd"]]
+    how = []
+    if exact:
+        how.append(
+            f"{', '.join(sorted(exact))} exact, enumerated on its task lattice at the pooled "
+            "success rate"
+        )
+    if simulated:
+        how.append(
+            f"{', '.join(simulated)} simulated ({trials:,} trials, ± one Monte Carlo "
+            "standard error; task_success on its task lattice at the pooled success rate, "
+            "other objectives normal at the pooled run spread) from a generator seeded "
+            f"with `{family['seed_digest']}`"
+        )
+    return [
+        f"Family-wise A/A: if all {m} challengers were the same harness as the baseline, at "
+        f"least one would name a side {_pct(family['any_objective'])}"
+        f"{se(family['any_objective'], everything)} of the time at R = "
+        f"{family['replicates']}, k = {family['k']:g} (one challenger alone: "
+        f"{_pct(family['one_challenger'])}); per objective: {per}. The challengers share the "
+        f"baseline's runs, so this is not 1 − (1 − p)^{m}. Objectives taken as independent; "
+        f"whatever their dependence, between {_pct(family['any_objective_low'])} and "
+        f"{_pct(family['any_objective_high'])}.",
+        f"How ({family['method']}, each objective with its min_effect): "
+        + "; ".join(how)
+        + (f"; {', '.join(bounded)} at min_effect 0, an upper bound" if bounded else "")
+        + ".",
+    ]
 
 
 def _p_value(mean: float | None, se: float | None, replicates: int) -> float | None:
@@ -30,7 +180,9 @@ def _p_value(mean: float | None, se: float | None, replicates: int) -> float | N
     if mean is None or se is None or replicates < 2:
         return None
     if se == 0:
-        return 0.0 if mean != 0 else 1.0
+        # No spread: the t statistic is undefined, and a constant difference is no
+        # evidence against noise the seeds cannot show. p = 1, never 0.
+        return 1.0
     # 2·t.sf(|t|, R − 1) through the ufunc t.sf evaluates: scipy.stats costs ~0.5 s to
     # import (tests/app/test_app_lazy_imports.py checks it is the same number).
     from scipy import special
@@ -70,17 +222,23 @@ def summary_data(baseline: str, results: list[tuple[str, ComparisonReport]]) -> 
                     "interval": None if interval is None else [interval.low, interval.high],
                     "replicates": len(metric.differences),
                     "p_value": _p_value(metric.mean, metric.se, len(metric.differences)),
+                    "se_zero": metric.se == 0 and metric.verdict in ("favors-a", "favors-b"),
                 }
             )
-    for row, adjusted in zip(rows, holm([r["p_value"] for r in rows]), strict=True):
+    # Below three replicates the rule never names a side: such rows are no test, and
+    # stay out of the Holm family (they would only inflate m).
+    family = [r["p_value"] if r["replicates"] >= HOLM_MIN_REPLICATES else None for r in rows]
+    for row, adjusted in zip(rows, holm(family), strict=True):
         row["holm_p_value"] = adjusted
     return {
         "schema": SUMMARY_SCHEMA,
         "baseline": {"label": baseline, "name": results[0][1].a.name},
         "relations": {label: report.relation for label, report in results},
         "rows": rows,
+        "family": family_rate(results).model_dump(mode="json"),
         "note": "Holm-adjusted p-values are descriptive: verdicts are the spec's rule, "
-        "per challenger, unadjusted.",
+        "per challenger, unadjusted. Rows with fewer than 3 replicates are not in the "
+        "Holm family; se = 0 rows get p = 1.",
     }
 
 
@@ -104,16 +262,45 @@ def _markdown(data: dict[str, Any]) -> str:
         "| p | Holm p |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    lines += ["| " + " | ".join(cells) + " |" for cells in summary_cells(data)]
+    lines += ["", *family_lines(data["family"]), "", data["note"], ""]
+    return "\n".join(lines)
+
+
+SUMMARY_HEADER = (
+    "challenger",
+    "objective",
+    "verdict",
+    "mean difference (+ favours the baseline)",
+    "threshold",
+    "95% interval",
+    "p",
+    "Holm p",
+)
+
+
+def summary_cells(data: dict[str, Any]) -> list[tuple[str, ...]]:
+    """The summary grid's cells, one tuple per row (summary.md and report.html)."""
+    from xaytune.report import SE_ZERO_MARK
+
+    cells = []
     for row in data["rows"]:
         interval = row["interval"]
         shown = "—" if interval is None else f"[{_num(interval[0])}, {_num(interval[1])}]"
-        lines.append(
-            f"| {row['name']} ({row['challenger']}) | {row['metric']} ({row['direction']}) "
-            f"| {row['verdict']} | {_num(row['mean_difference'])} | {_num(row['threshold'])} "
-            f"| {shown} | {_num(row['p_value'])} | {_num(row['holm_p_value'])} |"
+        verdict = row["verdict"] + (f" {SE_ZERO_MARK}" if row["se_zero"] else "")
+        cells.append(
+            (
+                f"{row['name']} ({row['challenger']})",
+                f"{row['metric']} ({row['direction']})",
+                verdict,
+                _num(row["mean_difference"]),
+                _num(row["threshold"]),
+                shown,
+                _num(row["p_value"]),
+                _num(row["holm_p_value"]),
+            )
         )
-    lines += ["", data["note"], ""]
-    return "\n".join(lines)
+    return cells
 
 
 def summary_files(
@@ -127,8 +314,14 @@ def summary_files(
 
     data = summary_data(baseline, results)
     views = tuple(comparison_view(report, images[label]) for label, report in results)
+    page = dataclasses.replace(
+        report_page(views),
+        summary_header=SUMMARY_HEADER,
+        summary_rows=tuple(summary_cells(data)),
+        summary_notes=(*family_lines(data["family"]), data["note"]),
+    )
     return {
         "summary.json": canonical_bytes(data) + b"\n",
         "summary.md": _markdown(data).encode(),
-        "report.html": render_html(report_page(views)).encode(),
+        "report.html": render_html(page).encode(),
     }

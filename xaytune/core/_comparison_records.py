@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
+from xaytune.core._comparison_methods import PAIRED_DIFFERENCE, SEQUENTIAL_PAIRED, Method
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.measurement import EvaluationResult, MetricResult, TaskObservation
 from xaytune.core.errors import ComparisonError
@@ -152,13 +153,48 @@ class ComparisonSpec(BaseModel):
     # Descriptive only: add the library's A/A Monte Carlo on the observed spread
     # (report.calibration.measured). Never changes a verdict.
     calibrate: bool = False
+    # The declared method (xaytune.core._comparison_methods): the spec's rule by default.
+    method: Method = PAIRED_DIFFERENCE
+    # task-paired/v1 and sequential-paired/v1: the false-favor rate they hold to.
+    alpha: float = Field(default=0.05, gt=0.0, lt=1.0, allow_inf_nan=False)
+    # sequential-paired/v1: per metric, the largest possible |per-task difference|
+    # (task_success: 1). An objective on another metric must declare one.
+    bounds: dict[str, float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _distinct_objectives(self) -> ComparisonSpec:
         metrics = [objective.metric for objective in self.objectives]
         if len(set(metrics)) != len(metrics):
             raise ValueError(f"an objective metric is listed twice: {metrics}")
+        for metric, bound in self.bounds.items():
+            if not (math.isfinite(bound) and bound > 0):
+                raise ValueError(f"bounds.{metric}: {bound} is not a positive number")
+        if self.method == SEQUENTIAL_PAIRED:
+            for objective in self.objectives:
+                if self.bound(objective.metric) is None:
+                    raise ValueError(
+                        f"method {SEQUENTIAL_PAIRED}: objective {objective.metric} needs a "
+                        f"declared bound (bounds.{objective.metric}: the largest possible "
+                        "per-task difference)"
+                    )
         return self
+
+    @model_serializer(mode="wrap")
+    def _unchanged_by_default(self, handler: Any) -> dict[str, Any]:
+        # A spec of the spec's rule serialises exactly as it did before methods
+        # existed, so its reports and fingerprints are unchanged.
+        data = handler(self)
+        if self.method == PAIRED_DIFFERENCE:
+            for key in ("method", "alpha", "bounds"):
+                data.pop(key, None)
+        return data
+
+    def bound(self, metric: str) -> float | None:
+        """The declared bound of a per-task difference of ``metric``: 1 for the 0/1
+        task_success unless declared otherwise; None when undeclared."""
+        if metric in self.bounds:
+            return self.bounds[metric]
+        return 1.0 if metric == "task_success" else None
 
     def objective(self, key: str) -> ObjectiveMetric | None:
         """The objective on metric ``key``, if any."""

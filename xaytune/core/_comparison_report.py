@@ -11,9 +11,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from xaytune.core._comparison_method_records import Look, Looks, MethodDetail
+from xaytune.core._comparison_methods import PAIRED_DIFFERENCE, Method
 from xaytune.core._comparison_records import ComparisonSpec, MetricSummary, ObjectiveMetric
+from xaytune.core._comparison_restricted import (
+    RestrictedComparison,
+    SeedTaskChanges,
+    TaskChangeCount,
+    TaskDifference,
+)
 
 __all__ = [
     "AA_METHOD",
@@ -27,7 +35,10 @@ __all__ = [
     "Descriptive",
     "Difference",
     "Interval",
+    "Look",
+    "Looks",
     "MeasuredCalibration",
+    "MethodDetail",
     "MetricComparison",
     "ObjectiveCalibration",
     "PassHatK",
@@ -215,8 +226,8 @@ class TaskPairedView(BaseModel):
 
 
 class Power(BaseModel):
-    """How often the rule calls a true difference at this R, taking the observed sd
-    of the per-seed differences as the true one (normal differences; exact formula in
+    """How often the rule calls a true difference at this R, at an upper confidence
+    bound of the sd of the per-seed differences (normal differences; exact formula in
     ``xaytune.core._comparison_calibration.rule_power``). Descriptive only.
 
     A true difference of exactly ``min_effect`` is called less than half of the time
@@ -227,8 +238,15 @@ class Power(BaseModel):
     model_config = _FROZEN
 
     power_target: float = 0.8
-    # Observed sample sd of the per-seed differences, taken as the true one.
+    # Observed sample sd of the per-seed differences.
     sd: float
+    # The sd_level one-sided upper confidence bound of σ (chi-square) at which every
+    # figure below is computed (xaytune.core._comparison_power.spread_upper); None in
+    # reports written before it (the observed sd was then taken as the true one).
+    sd_upper: float | None = None
+    sd_level: float | None = None
+    # Fewer than 5 replicates: the spread, hence every figure below, is rough.
+    rough: bool = False
     # k·se: the rule's noise bar at this R (once "minimum detectable difference").
     k_se: float
     # P(the rule calls it) when the true difference is k·se: about 0.58 at R = 3 for
@@ -350,7 +368,8 @@ class Calibration(BaseModel):
 
 
 class MetricComparison(BaseModel):
-    """Both summaries of one metric, its paired differences and its verdict."""
+    """Both summaries of one metric, its paired differences and its verdict (under
+    a method other than the spec's rule, ``method_detail`` says how it was decided)."""
 
     model_config = _FROZEN
 
@@ -371,53 +390,14 @@ class MetricComparison(BaseModel):
     verdict: Verdict
     reason: VerdictReason
     descriptive: Descriptive
+    method_detail: MethodDetail | None = None
 
-
-class TaskDifference(BaseModel):
-    """One task's oriented differences across the seeds that ran it."""
-
-    model_config = _FROZEN
-
-    task_id: str
-    seeds: tuple[int, ...]
-    differences: tuple[float, ...]
-    mean_difference: float
-
-
-class SeedTaskChanges(BaseModel):
-    """Under one seed: tasks A solved and B did not, and the reverse."""
-
-    model_config = _FROZEN
-
-    seed: int
-    improvements: tuple[str, ...]
-    regressions: tuple[str, ...]
-
-
-class TaskChangeCount(BaseModel):
-    """Aggregated over seeds: how often a task was an improvement or a regression."""
-
-    model_config = _FROZEN
-
-    task_id: str
-    paired_seeds: int
-    improvements: int
-    regressions: int
-
-
-class RestrictedComparison(BaseModel):
-    """RESTRICTED: per-task, reference-derived facts (released only per-task).
-
-    Which tasks A solved and B did not (and the reverse), and the per-task
-    differences of every metric with task observations.
-    """
-
-    model_config = _FROZEN
-
-    label: Literal["restricted"] = "restricted"
-    task_changes_by_seed: tuple[SeedTaskChanges, ...] = ()
-    task_changes: tuple[TaskChangeCount, ...] = ()
-    task_differences: dict[str, tuple[TaskDifference, ...]] = Field(default_factory=dict)
+    @model_serializer(mode="wrap")
+    def _unchanged_by_default(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if self.method_detail is None:
+            data.pop("method_detail", None)  # the spec's rule: bytes as before methods
+        return data
 
 
 def withheld_under_aggregate(comparison: MetricComparison) -> bool:
@@ -433,12 +413,14 @@ def withheld_under_aggregate(comparison: MetricComparison) -> bool:
 
 
 class ComparisonReport(BaseModel):
-    """paired-difference/v1 over two candidates. The objective vector is never
-    collapsed into one score; ``claim`` is always "exploratory"."""
+    """The comparison of two candidates under ``method`` (paired-difference/v1 unless
+    declared). The objective vector is never collapsed into one score; ``claim`` is
+    always "exploratory"."""
 
     model_config = _FROZEN
 
-    method: Literal["paired-difference/v1"] = COMPARISON_METHOD
+    # The declared method (spec.method): paired-difference/v1 unless declared.
+    method: Method = PAIRED_DIFFERENCE
     claim: Literal["exploratory"] = "exploratory"
     a: CandidateRef
     b: CandidateRef
@@ -459,6 +441,15 @@ class ComparisonReport(BaseModel):
     # Metric keys dropped from a released view under aggregate disclosure.
     withheld: tuple[str, ...] = ()
     restricted: RestrictedComparison | None = None
+    # The looks at the tree so far, when this is not its first (None: the first).
+    looks: Looks | None = None
+
+    @model_serializer(mode="wrap")
+    def _unchanged_by_default(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if self.looks is None:
+            data.pop("looks", None)  # a first look's report: bytes as before looks
+        return data
 
     def released(self) -> ComparisonReport:
         """The report with restricted content removed per ``spec.disclosure``.

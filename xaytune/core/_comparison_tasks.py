@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TASK_SUCCESS",
+    "oriented_task_differences",
     "pass_hat_k_of",
     "task_changes",
     "task_view",
@@ -57,6 +58,29 @@ def _paired_observations(
             return None
         rows.extend((seed, by_task_a[task], by_task_b[task]) for task in sorted(by_task_a))
     return rows
+
+
+def oriented_task_differences(
+    paired: Paired, key: str, orient: Orient
+) -> tuple[list[tuple[int, str, float]] | None, dict[str, int]]:
+    """The oriented (seed, task id, difference) of metric ``key``, seeds ascending and
+    tasks in id order, and the absences counted by reason (then no differences: an
+    absent observation is never imputed). None when a seed has no task observations
+    of ``key`` or its sides observed different tasks."""
+    rows = _paired_observations(paired, key)
+    if rows is None:
+        return None, {}
+    absent: dict[str, int] = {}
+    for _, observation_a, observation_b in rows:
+        for observation in (observation_a, observation_b):
+            if observation.absence is not None:
+                absent[observation.absence] = absent.get(observation.absence, 0) + 1
+    if absent:
+        return [], dict(sorted(absent.items()))
+    return [
+        (seed, oa.task_id, orient(oa.value, ob.value))  # type: ignore[arg-type]
+        for seed, oa, ob in rows
+    ], {}
 
 
 def task_view(

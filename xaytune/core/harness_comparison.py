@@ -34,6 +34,25 @@ from xaytune.core._comparison_conditions import (
     config_diff,
     same_harness,
 )
+from xaytune.core._comparison_decide import decide_by_method
+from xaytune.core._comparison_family import (
+    FAMILY_TRIALS,
+    FamilyObjective,
+    FamilyRate,
+    family_aa_rate,
+    independent_family_rate,
+)
+from xaytune.core._comparison_methods import (
+    METHODS,
+    PAIRED_DIFFERENCE,
+    SEQUENTIAL_PAIRED,
+    TASK_PAIRED,
+    SequentialOutcome,
+    TaskPairedOutcome,
+    expected_seeds,
+    sequential_decision,
+    task_paired_decision,
+)
 from xaytune.core._comparison_power import power_of
 from xaytune.core._comparison_records import (
     CandidateRuns,
@@ -54,7 +73,10 @@ from xaytune.core._comparison_report import (
     Descriptive,
     Difference,
     Interval,
+    Look,
+    Looks,
     MeasuredCalibration,
+    MethodDetail,
     MetricComparison,
     ObjectiveCalibration,
     PassHatK,
@@ -83,6 +105,11 @@ from xaytune.core._comparison_tasks import (
 from xaytune.core.errors import ComparisonError
 
 __all__ = [
+    "FAMILY_TRIALS",
+    "METHODS",
+    "PAIRED_DIFFERENCE",
+    "SEQUENTIAL_PAIRED",
+    "TASK_PAIRED",
     "TIME_METRICS",
     "Calibration",
     "CandidateRef",
@@ -95,8 +122,13 @@ __all__ = [
     "ConfigChange",
     "Descriptive",
     "Difference",
+    "FamilyObjective",
+    "FamilyRate",
     "Interval",
+    "Look",
+    "Looks",
     "MeasuredCalibration",
+    "MethodDetail",
     "MetricComparison",
     "MetricSummary",
     "ObjectiveCalibration",
@@ -110,17 +142,24 @@ __all__ = [
     "RunValue",
     "SeedDifference",
     "SeedTaskChanges",
+    "SequentialOutcome",
     "SuiteLike",
     "SuiteRef",
     "TaskChangeCount",
     "TaskDifference",
+    "TaskPairedOutcome",
     "TaskPairedView",
     "TimingCheck",
     "Verdict",
     "VerdictReason",
     "compare",
     "config_diff",
+    "expected_seeds",
+    "family_aa_rate",
+    "independent_family_rate",
+    "sequential_decision",
     "summarize",
+    "task_paired_decision",
 ]
 
 TIME_METRICS = frozenset({"model_time", "model_call_time", "tool_time", "end_to_end_time"})
@@ -264,6 +303,7 @@ def _compare_metric(
     objective = context.spec.objective(key)
     time_metric = _is_time_metric(key, unit)
     rule, verdict, reason = Rule(), "not-compared", "not-comparable"
+    detail: MethodDetail | None = None
     if not context.comparable:
         pass  # no verdicts, and no pairing to difference across
     elif time_metric and context.timing.status != "same":
@@ -273,6 +313,11 @@ def _compare_metric(
         verdict, reason = ("inconclusive" if objective else "not-compared"), "absent"
     else:
         rule, verdict, reason = apply_rule(summary_a, summary_b, objective, context.spec.k)
+        if objective is not None and context.spec.method != PAIRED_DIFFERENCE:
+            # The declared method decides; the per-seed differences stay for the reader.
+            verdict, reason, detail = decide_by_method(
+                key, objective, context.spec, context.paired, orient(objective)
+            )
     descriptive, per_task = _descriptive(key, objective, rule, context)
     comparison = MetricComparison(
         metric=key,
@@ -294,6 +339,7 @@ def _compare_metric(
         verdict=verdict,
         reason=reason,
         descriptive=descriptive,
+        method_detail=detail,
     )
     return comparison, per_task
 
@@ -329,11 +375,15 @@ def _relation(
 def compare(
     a: CandidateRuns, b: CandidateRuns, spec: ComparisonSpec, suite: SuiteLike
 ) -> ComparisonReport:
-    """paired-difference/v1 of candidate ``a`` against ``b`` on ``suite``.
+    """``spec.method`` (paired-difference/v1 by default) of candidate ``a`` against
+    ``b`` on ``suite``; see :mod:`xaytune.core._comparison_methods` for the others.
 
     Refuses an unpaired design (ComparisonError "unpaired-design"), an objective
     on a metric neither side measured ("unknown-metric") and run values whose
-    statistics leave float range ("overflow"). Failed conditions C1–C4 are
+    statistics leave float range ("overflow"); under task-paired/v1 and
+    sequential-paired/v1 also a replicate without per-task observations of an
+    objective ("no-task-observations") and, sequential only, a per-task difference
+    beyond the declared bound ("out-of-bound"). Failed conditions C1–C4 are
     reported, not refused: the relation is then "not-comparable". Every report
     carries its A/A calibration (``report.calibration``), measured by simulation
     too when ``spec.calibrate``.
@@ -358,7 +408,9 @@ def compare(
         if per_task:
             task_differences[key] = per_task
     by_seed, counts = task_changes(paired) if comparable else ((), ())
+    paired_rule = spec.method == PAIRED_DIFFERENCE
     return ComparisonReport(
+        method=spec.method,
         a=CandidateRef(name=a.name, harness_fingerprint=a.harness_fingerprint),
         b=CandidateRef(name=b.name, harness_fingerprint=b.harness_fingerprint),
         suite=SuiteRef(name=suite.name, digest=suite.digest),
@@ -374,7 +426,8 @@ def compare(
         relation=_relation(comparable, spec, metrics),
         config_diff=tuple(config_diff(a.harness_config, b.harness_config)),
         seed_only_difference=same_harness(a, b),
-        calibration=calibrate(spec, metrics, seeds) if comparable else None,
+        # The A/A figures are the spec's rule's; another method states its own alpha.
+        calibration=calibrate(spec, metrics, seeds) if comparable and paired_rule else None,
         restricted=RestrictedComparison(
             task_changes_by_seed=by_seed, task_changes=counts, task_differences=task_differences
         ),

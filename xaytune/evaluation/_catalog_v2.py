@@ -7,12 +7,14 @@ Per entry, from the attested attempt's spend (``no-attested-result`` without one
 * ``end_to_end_time``: the attempt's wall time (``wall_time_us``, monotonic clock);
 * ``model_call_time``: model time over the calls made (replies and failures);
   ``not-applicable`` when the attempt made no call;
-* ``cost``: dollars at the declared price table. An untiered table prices the
-  attempt's sums (a sum of per-call costs is the cost of the sums); a table with
-  prompt-size tiers prices each call by its own prompt tokens, read from the attested
-  trajectory (:func:`~xaytune.harness.evidence.calls.attempt_calls`, which needs the
-  store). ``not-recorded`` without a table, or when a call's cached tokens were not
-  reported and its prices tell cached input apart.
+* ``cost``: dollars at the declared price table. An untiered table that bills cache
+  writes as input prices the attempt's sums (a sum of per-call costs is the cost of
+  the sums); a table with prompt-size tiers, or one that prices cache writes apart
+  (Anthropic's), prices each call by its own usage, read from the attested trajectory
+  (:func:`~xaytune.harness.evidence.calls.attempt_calls`, which needs the store): the
+  cache-write tokens a call reported are recorded per call, not summed in the spend.
+  ``not-recorded`` without a table, or when a call's cached (cache-write) tokens were
+  not reported and its prices tell cached input (cache writes) apart.
 
 And from ALL attempts: ``spend_cost``, the dollars of every attempt, partial ones
 included; ``spend-unaccounted`` when one was recovered after a crash (its spend is a
@@ -45,11 +47,14 @@ class _Pricer:
     """Prices attempts at one table; reads an attempt's calls at most once."""
 
     def __init__(self, prices: ModelPrices | None, store: HarnessEvidenceStore | None) -> None:
-        if prices is not None and prices.tiers and store is None:
+        # Per call: a tier applies by a call's own prompt, and cache writes are recorded
+        # only in each call's usage (the sealed spend has no sum of them).
+        self.per_call = prices is not None and (bool(prices.tiers) or prices.cache_writes_priced)
+        if self.per_call and store is None:
             raise EvaluationError(
                 "store-required",
-                "a price table with tiers prices each call by its prompt: measuring it "
-                "needs the evidence store the calls are read from",
+                "a price table with tiers or a cache-write price prices each call by its "
+                "own usage: measuring it needs the evidence store the calls are read from",
             )
         self.prices = prices
         self.store = store
@@ -59,13 +64,18 @@ class _Pricer:
         prices = self.prices
         if prices is None:
             return None
-        if not prices.tiers:
+        if not self.per_call:
             spend = attempt.spend
             return prices.call_cost(spend.input_tokens, spend.cached_tokens, spend.output_tokens)
         assert self.store is not None
         total = Fraction(0)
         for call in attempt_calls(self.store, entry, attempt):
-            cost = prices.call_cost(call.input_tokens, call.cached_tokens, call.output_tokens)
+            cost = prices.call_cost(
+                call.input_tokens,
+                call.cached_tokens,
+                call.output_tokens,
+                cache_write_tokens=call.cache_write_tokens,
+            )
             if cost is None:
                 return None
             total += cost

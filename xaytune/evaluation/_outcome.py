@@ -152,7 +152,8 @@ class HarnessOutcomeEvaluator(EvaluatorBase):
     ) -> Measurement:
         """task_success and every execution metric of ``evidence`` (already verified)
         in the config's catalog; ``store`` is the evidence's (v2 reads each call of an
-        attempt from it when the price table has tiers: ``store-required`` without)."""
+        attempt from it when the price table has tiers or a cache-write price:
+        ``store-required`` without)."""
         config, scorer = self._checked(bound)  # the scorer, resolved once per measurement
         if scorer is None or not isinstance(config, OutcomeEvaluationConfig):
             raise EvaluationError("unsupported-evaluator", f"{self.name} got a {config.kind}")

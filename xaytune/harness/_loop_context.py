@@ -7,8 +7,9 @@ budgets are the runner's:
 
 - ``max_turns`` model turns, ``token_budget`` total tokens, ``cost_budget_usd``
   dollars at the prices the spec pins (checked after each reply, like the token
-  budget; a reply whose cached tokens were not reported is priced at the dearer of
-  the input and cached prices, so missing detail never lets spend pass the budget),
+  budget; a reply whose cached or cache-write tokens were not reported is priced at
+  the dearest price they may have had, so missing detail never lets spend pass the
+  budget),
   ``tool_call_budget`` tool calls, ``context_window`` (checked before a turn, on the
   last turn's context), the host's cancel token, and ``tool_timeout_s`` per tool
   call;
@@ -45,6 +46,7 @@ from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import ExecutionError, FingerprintError
 from xaytune.harness.environment import AttemptToolbox, open_environment
 from xaytune.harness.evidence._attempt import AttemptSession
+from xaytune.harness.evidence.calls import usage_event
 from xaytune.harness.evidence.store import Outcome, Spend
 from xaytune.harness.spec import AgentExecutionSpec, sampling_identity
 from xaytune.harness.toolbox import Toolbox, ToolResult
@@ -246,12 +248,7 @@ class _Host:
                 "tool_calls": [
                     {"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls
                 ],
-                "usage": {
-                    "input": usage.input_tokens,
-                    "output": usage.output_tokens,
-                    "cached": usage.cached_tokens,
-                    "reasoning": usage.reasoning_tokens,
-                },
+                "usage": usage_event(usage),
                 "finish_reason": reply.finish_reason,
                 "retries": reply.retries,
                 "time_us": elapsed,
@@ -267,7 +264,10 @@ class _Host:
         if self.cost_budget is not None:
             assert self.prices is not None  # the runner refuses a budget without prices
             self.cost += self.prices.call_cost_bound(
-                usage.input_tokens, usage.cached_tokens, usage.output_tokens
+                usage.input_tokens,
+                usage.cached_tokens,
+                usage.output_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
             )
             if self.cost > self.cost_budget:
                 raise self.halt(

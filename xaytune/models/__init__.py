@@ -1,9 +1,11 @@
-"""Models: the async protocol, a deterministic simulator, an OpenAI-compatible client
-and price tables."""
+"""Models: the async protocol, a deterministic simulator, OpenAI-compatible and
+Anthropic Messages clients, and price tables."""
 
 from xaytune.models._prices import ModelPrices, PriceTier
 from xaytune.models._protocol import (
+    DEFINITIVE_REASONS,
     ContextOverflowError,
+    EndpointIdentity,
     FinishReason,
     Message,
     Model,
@@ -11,6 +13,7 @@ from xaytune.models._protocol import (
     ModelIdentity,
     ModelReply,
     ModelRequest,
+    PreflightModel,
     Role,
     ToolCall,
     ToolSchema,
@@ -20,7 +23,10 @@ from xaytune.models._protocol import (
 from xaytune.models.simulated import SimulatedModel
 
 __all__ = [
+    "DEFINITIVE_REASONS",
+    "AnthropicModel",
     "ContextOverflowError",
+    "EndpointIdentity",
     "FinishReason",
     "Message",
     "Model",
@@ -30,6 +36,7 @@ __all__ = [
     "ModelReply",
     "ModelRequest",
     "OpenAICompatibleModel",
+    "PreflightModel",
     "PriceTier",
     "Role",
     "SimulatedModel",
@@ -47,4 +54,8 @@ def __getattr__(name: str) -> object:
         from xaytune.models.openai_compatible import OpenAICompatibleModel
 
         return OpenAICompatibleModel
+    if name == "AnthropicModel":
+        from xaytune.models.anthropic import AnthropicModel
+
+        return AnthropicModel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

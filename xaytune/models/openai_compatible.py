@@ -2,54 +2,55 @@
 
 OpenAI, vLLM, Ollama, the llama.cpp server and LM Studio all speak this protocol.
 Transport failures (429, 500, 502, 503, 504, timeouts, dropped connections) are
-retried here with capped exponential backoff, honouring ``Retry-After``; every retry
-is counted, and exhaustion raises :class:`TransientModelError` so the harness's own
-retry policy decides what happens next. Everything else is a terminal
-:class:`ModelError` with a stable reason. Spend is never silently zero: a reply
-without token usage is refused (``usage-missing``); cached and reasoning tokens are
-read when the reply gives them and None otherwise (:mod:`xaytune.models._usage`).
+retried by :mod:`xaytune.models._http` with capped exponential backoff and
+deterministic jitter, honouring ``Retry-After``; every retry is counted, and
+exhaustion raises :class:`TransientModelError` so the harness's own retry policy
+decides what happens next. Everything else is a terminal :class:`ModelError` with a
+stable reason (``model-auth``, ``model-unknown``, ``model-malformed``,
+``usage-missing``, ``context-overflow``, ``model-error``);
+:meth:`OpenAICompatibleModel.preflight` checks an endpoint before a run. Spend is
+never silently zero: a reply without token usage is refused (``usage-missing``);
+cached and reasoning tokens are read when the reply gives them and None otherwise
+(:mod:`xaytune.models._usage`).
 
-The HTTP client is aiohttp's, one session per event loop, with no connection cap of
-its own: the caller bounds the requests in flight (``HarnessRunner.run_many``'s
-``concurrency``, a judge's), and every connection is kept alive for the next request.
-httpx was measured slower at the concurrency a run asks for (``benchmarks/server.py``):
-its default pool caps requests in flight at 100 and keeps 20 connections alive, and
-its pool's bookkeeping costs CPU per request that grows with the connections held
-(with 200 held, more than the request itself).
+The HTTP client is aiohttp's (:mod:`xaytune.models._http`), one session per event
+loop, with no connection cap of its own. httpx was measured slower at the concurrency
+a run asks for (``benchmarks/server.py``): its default pool caps requests in flight at
+100 and keeps 20 connections alive, and its pool's bookkeeping costs CPU per request
+that grows with the connections held (with 200 held, more than the request itself).
 
 A reply is read within :mod:`xaytune.core.limits` before it is parsed: a body over
 ``MAX_MODEL_REPLY_BYTES`` (read in chunks, never whole), nested deeper than
 ``MAX_JSON_DEPTH``, with an integer over ``MAX_INT_DIGITS`` digits, a number beyond a
 double's range, a lone surrogate in any string, or a shape other than the protocol's
 (a ``message`` that is not an object, a token count beyond 2^53) is a malformed reply:
-``model-error``, definitive, with the limit's word in its message. Tool-call argument
-strings are passed on as they are: the toolbox holds them to its own limits, and the
-model sees ``bad-arguments``.
+``model-malformed``, definitive, with the limit's word in its message. Tool-call
+argument strings are passed on as they are: the toolbox holds them to its own limits,
+and the model sees ``bad-arguments``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
 import json
-import math
 import os
-import ssl
-import time
-import urllib.parse
-import urllib.request
-import weakref
-from collections.abc import AsyncGenerator
 from typing import Any
 
-import aiohttp
-import certifi
-
 from xaytune.core import limits
-from xaytune.core.canonical import MAX_SAFE_INTEGER
 from xaytune.core.errors import ConfigError
+from xaytune.models._http import (
+    HttpEndpoint,
+    RetryPolicy,
+    encode_json,
+    entry_identity,
+    is_count,
+    is_token_count,
+    parse_json,
+    scrub,
+    unreachable,
+)
 from xaytune.models._protocol import (
     ContextOverflowError,
+    EndpointIdentity,
     FinishReason,
     Message,
     ModelError,
@@ -64,9 +65,6 @@ from xaytune.models._usage import MalformedUsage, usage_details
 
 __all__ = ["OpenAICompatibleModel"]
 
-_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-_BACKOFF_CAP_S = 30.0
-_RETRY_AFTER_CAP_S = 60.0
 _FINISH_REASONS: dict[str, FinishReason] = {
     "stop": "stop",
     "tool_calls": "tool_calls",
@@ -89,13 +87,9 @@ _CONTEXT_WORDS = (
 _UNKNOWN_MODEL_WORDS = ("does not exist", "not found", "model_not_found", "unknown model")
 # Body fields the client owns; a parameter may not override them.
 _RESERVED = frozenset({"model", "messages", "tools", "stream"})
-_JSON_HEADERS = {"Content-Type": "application/json"}
-# A connection that failed or broke mid-reply (or answered with something that is not
-# HTTP): worth another try. Other client errors are definitive.
-_CONNECTION_ERRORS = (
-    aiohttp.ClientConnectionError,
-    aiohttp.ClientPayloadError,
-    aiohttp.ClientResponseError,
+# The one-token request a preflight sends (the pinned parameters go with it).
+_PREFLIGHT = ModelRequest(
+    messages=(Message("user", "Reply with OK."),), max_output_tokens=1, sampling_key="preflight"
 )
 
 
@@ -115,104 +109,25 @@ def _message_payload(message: Message) -> dict[str, Any]:
     return payload
 
 
-def _retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date)."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        seconds = when.timestamp() - time.time()
-    if not math.isfinite(seconds):
-        return None
-    return min(_RETRY_AFTER_CAP_S, max(0.0, seconds))
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _is_token_count(value: Any) -> bool:
-    return _is_count(value) and value <= MAX_SAFE_INTEGER
-
-
-def _encode(body: dict[str, Any]) -> bytes:
-    """The request body: compact UTF-8 JSON; NaN and infinities are refused (ValueError)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-
-
-async def _read_body(response: aiohttp.ClientResponse) -> bytes:
-    """The body of ``response`` as it arrives, refused past ``MAX_MODEL_REPLY_BYTES``."""
-    limit = limits.MAX_MODEL_REPLY_BYTES
-    declared = response.content_length
-    if declared is not None and declared > limit:
-        raise _TooLarge(declared)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_any():
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge(size)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _environment_proxy(url: str) -> str | None:
-    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``NO_PROXY``, ...),
-    as httpx honoured them: read once per session, not per request (aiohttp's
-    ``trust_env`` reads it, and ``~/.netrc``, in a worker thread for every request)."""
-    host = urllib.parse.urlsplit(url).hostname
-    if host is None or urllib.request.proxy_bypass(host):
-        return None
-    return urllib.request.getproxies().get(url.split("://", 1)[0])
-
-
-def _tls_context() -> ssl.SSLContext:
-    """certifi's CA bundle, as httpx used, unless ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``
-    name others (OpenSSL's default paths read both)."""
-    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
-        return ssl.create_default_context()
-    return ssl.create_default_context(cafile=certifi.where())
-
-
-async def _closed_at_loop_shutdown(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
-    """Parked at its ``yield`` for the life of the session; closing it closes the session.
-
-    Its event loop closes every parked async generator when it shuts down
-    (``asyncio.run`` does, as does every ``asyncio.Runner``), so a session whose
-    owner never awaited :meth:`OpenAICompatibleModel.aclose` (``HarnessRunner.run``
-    runs one task in a loop of its own) still closes its connections in its own loop,
-    instead of leaking them and being reported unclosed at garbage collection.
-    """
-    try:
-        yield
-    finally:
-        await session.close()
-
-
-class _TooLarge(Exception):
-    """A reply body passed ``MAX_MODEL_REPLY_BYTES`` (after ``size`` bytes)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-
-
 class OpenAICompatibleModel:
     """A model served behind ``POST {base_url}/chat/completions``.
 
     ``parameters`` (temperature, top_p, max_tokens, seed, response_format, ...) are
     passed through in the request body and pinned in the identity; ``base_url`` is
     where the model is served, not what it is, so it is an attribute and not part of
-    the identity. The API key is read from ``api_key_env`` once, at construction,
-    and never appears in the identity, in messages or in a repr. One HTTP session is
-    kept for the running event loop, created lazily; await :meth:`aclose` before that
-    loop ends (a later loop gets a new session, so sequential loops work). The session
-    opens as many connections as there are requests in flight and keeps them alive.
+    the identity (:meth:`preflight` reports both). The API key is read from
+    ``api_key_env`` once, at construction, and never appears in the identity, in
+    messages or in a repr. One HTTP session is kept for the running event loop,
+    created lazily; await :meth:`aclose` before that loop ends (a later loop gets a new
+    session, so sequential loops work).
+
+    Each request is bounded by ``timeout_s`` per connect / read and ``total_timeout_s``
+    in all; a failed one is retried at most ``max_retries`` times, waiting the server's
+    ``Retry-After`` (at most ``retry_after_cap_s``) or ``backoff_s * 2**n`` (at most
+    ``backoff_cap_s``) with deterministic jitter.
     """
+
+    provider = "openai-compatible"
 
     def __init__(
         self,
@@ -223,24 +138,28 @@ class OpenAICompatibleModel:
         revision: str = "unpinned",
         parameters: dict[str, Any] | None = None,
         timeout_s: float = 60.0,
+        total_timeout_s: float = 600.0,
         max_retries: int = 3,
         backoff_s: float = 0.5,
+        backoff_cap_s: float = 30.0,
+        retry_after_cap_s: float = 60.0,
     ) -> None:
         where = f"model {model!r} at {base_url}"
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError("model-config", f"{where}: base_url must start with http(s)://")
         if not model:
             raise ConfigError("model-config", f"model at {base_url}: the model name is empty")
-        if not (timeout_s > 0 and math.isfinite(timeout_s)):
-            raise ConfigError("model-config", f"{where}: timeout_s {timeout_s!r} is not positive")
-        if not _is_count(max_retries):
-            raise ConfigError("model-config", f"{where}: max_retries {max_retries!r} is not >= 0")
-        if not (backoff_s >= 0 and math.isfinite(backoff_s)):
-            raise ConfigError("model-config", f"{where}: backoff_s {backoff_s!r} is negative")
         parameters = dict(parameters or {})
         clash = sorted(_RESERVED & parameters.keys())
         if clash:
             raise ConfigError("model-config", f"{where}: parameters may not set {clash}")
+        policy = RetryPolicy(
+            max_retries=max_retries,
+            backoff_s=backoff_s,
+            backoff_cap_s=backoff_cap_s,
+            retry_after_cap_s=retry_after_cap_s,
+        )
+        policy.check(where)
         api_key: str | None = None
         if api_key_env is not None:
             api_key = os.environ.get(api_key_env)
@@ -255,15 +174,16 @@ class OpenAICompatibleModel:
         self._api_key = api_key
         self._api_key_env = api_key_env
         self._parameters = parameters
-        self._timeout_s = float(timeout_s)
-        self._max_retries = max_retries
-        self._backoff_s = float(backoff_s)
-        self._session: aiohttp.ClientSession | None = None
-        self._session_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
-        self._closer: AsyncGenerator[None, None] | None = None
-        self._proxy: str | None = None
+        self._http = HttpEndpoint(
+            self.base_url,
+            where=self._where,
+            headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
+            policy=policy,
+            timeout_s=timeout_s,
+            total_timeout_s=total_timeout_s,
+        )
         self._identity = ModelIdentity(
-            provider="openai-compatible", model=model, revision=revision, parameters=parameters
+            provider=self.provider, model=model, revision=revision, parameters=parameters
         )
 
     def __repr__(self) -> str:
@@ -276,82 +196,57 @@ class OpenAICompatibleModel:
 
     async def aclose(self) -> None:
         """Close this event loop's HTTP session (a session of another loop is dropped)."""
-        closer, self._closer = self._closer, None
-        owner = self._session_loop() if self._session_loop is not None else None
-        self._session = self._session_loop = None
-        if closer is not None and owner is asyncio.get_running_loop():
-            await closer.aclose()  # its ``finally`` closes the session
+        await self._http.aclose()
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """One chat completion, with transport retries counted in ``reply.retries``."""
-        body = _encode(self._body(request))
-        session = await self._session_for_this_loop()
-        retries = 0
-        while True:
-            delay: float | None = None
-            try:
-                async with session.post(
-                    self._url,
-                    data=body,
-                    headers=_JSON_HEADERS,
-                    proxy=self._proxy,
-                    allow_redirects=False,  # a redirect is the endpoint's error, as before
-                ) as response:
-                    raw = await _read_body(response)
-            except _TooLarge as error:
-                raise ModelError(
-                    "model-error",
-                    f"{self._where}: too-large: the reply passes {error.size:,} bytes; the limit "
-                    f"is {limits.MAX_MODEL_REPLY_BYTES:,} (MAX_MODEL_REPLY_BYTES)",
-                    retries=retries,
-                ) from None
-            except TimeoutError as error:  # aiohttp's timeouts are TimeoutErrors too
-                failure = f"no reply within {self._timeout_s:g}s ({type(error).__name__})"
-            except _CONNECTION_ERRORS as error:
-                failure = f"connection failed ({type(error).__name__})"
-            except aiohttp.ClientError as error:
-                raise ModelError(
-                    "model-error",
-                    f"{self._where}: request failed ({type(error).__name__})",
-                    retries=retries,
-                ) from None
-            else:
-                if response.status not in _RETRY_STATUSES:
-                    return self._reply(response.status, raw, retries)
-                failure = f"HTTP {response.status}"
-                delay = _retry_after(response.headers.get("retry-after"))
-            if retries >= self._max_retries:
-                raise TransientModelError(
-                    f"{self._where}: {failure}; gave up after {retries} retries", retries=retries
-                )
-            if delay is None:
-                delay = min(_BACKOFF_CAP_S, self._backoff_s * 2**retries)
-            await asyncio.sleep(delay)
-            retries += 1
+        body = encode_json(self._body(request))
+        answer = await self._http.send("POST", self._url, body=body, key=request.sampling_key)
+        return self._reply(answer.status, answer.body, answer.retries)[0]
+
+    async def preflight(self) -> EndpointIdentity:
+        """Check the endpoint serves this model; what it says it serves.
+
+        ``GET {base_url}/models`` first (401/403 is ``model-auth``; a 404 or 405, or a
+        body that is not a models list, is tolerated: llama.cpp, vLLM and Ollama differ),
+        then one completion of one token with the pinned parameters, parsed as a real
+        reply. Raises ``model-unreachable`` when the endpoint does not answer within the
+        retries, and otherwise what that reply would raise in a run (``model-auth``,
+        ``model-unknown``, ``model-malformed``, ``usage-missing``, ``model-error``).
+        """
+        try:
+            entry = await self._models_entry()
+            body = encode_json(self._body(_PREFLIGHT))
+            answer = await self._http.send("POST", self._url, body=body, key="preflight")
+        except TransientModelError as error:
+            raise unreachable(self._where, error) from None
+        reply, data = self._reply(answer.status, answer.body, answer.retries)
+        fingerprint = data.get("system_fingerprint")
+        return EndpointIdentity(
+            provider=self.provider,
+            base_url=self.base_url,
+            model=self.model,
+            served_model=reply.extra.get("served_model"),
+            system_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+            model_entry=entry,
+        )
 
     # ------------------------------------------------------------ internals
-    async def _session_for_this_loop(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
-        owner = self._session_loop() if self._session_loop is not None else None
-        if self._session is None or owner is not loop:
-            # A session is bound to the loop it was first used on; a new loop gets its own.
-            headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-            tls = _tls_context() if self._url.startswith("https://") else True
-            self._proxy = _environment_proxy(self._url)
-            self._session = aiohttp.ClientSession(
-                # No cap of its own (aiohttp's default is 100): the caller bounds the
-                # requests in flight, and a cap below that would queue them here.
-                connector=aiohttp.TCPConnector(limit=0, ssl=tls),
-                # Each phase of a request (connecting, every read) within timeout_s.
-                timeout=aiohttp.ClientTimeout(
-                    total=None, connect=self._timeout_s, sock_read=self._timeout_s
-                ),
-                headers=headers,
-            )
-            self._session_loop = weakref.ref(loop)
-            self._closer = _closed_at_loop_shutdown(self._session)
-            await anext(self._closer)  # parked until aclose() or the loop's shutdown
-        return self._session
+    async def _models_entry(self) -> dict[str, str | int | bool] | None:
+        answer = await self._http.send("GET", f"{self.base_url}/models", body=None, key="models")
+        if answer.status in (401, 403):
+            raise self._refusal(answer.status, answer.body, answer.retries)
+        if answer.status != 200:
+            return None  # no models list here (404/405): the completion decides
+        try:
+            listing = parse_json(answer.body)
+        except (ValueError, limits.LimitError):
+            return None
+        entries = listing.get("data") if isinstance(listing, dict) else None
+        for entry in entries if isinstance(entries, list) else ():
+            if isinstance(entry, dict) and entry.get("id") == self.model:
+                return entry_identity(entry)
+        return None
 
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -375,13 +270,13 @@ class OpenAICompatibleModel:
             # The harness's limit and a pinned max_tokens both hold: send the smaller.
             pinned = self._parameters.get("max_tokens")
             limit = request.max_output_tokens
-            body["max_tokens"] = min(limit, pinned) if _is_count(pinned) else limit
+            body["max_tokens"] = min(limit, pinned) if is_count(pinned) else limit
         return body
 
     def _error_text(self, raw: bytes) -> str:
         """A short, one-line, key-free excerpt of an error body."""
         try:
-            data = self._parse(raw)
+            data = parse_json(raw)
         except (ValueError, limits.LimitError):
             text = raw[:1000].decode("utf-8", "replace")
         else:
@@ -394,9 +289,7 @@ class OpenAICompatibleModel:
                 text = data["message"]  # vLLM's {"object": "error", "message": ...}
             else:
                 text = json.dumps(data)[:300]
-        if self._api_key:
-            text = text.replace(self._api_key, "***")
-        return " ".join(text.split())[:200]
+        return scrub(text, self._api_key)
 
     def _refusal(self, status: int, raw: bytes, retries: int) -> ModelError:
         if status in (401, 403):
@@ -420,23 +313,15 @@ class OpenAICompatibleModel:
             return ContextOverflowError(f"{self._where}: HTTP {status}: {text}", retries=retries)
         return ModelError("model-error", f"{self._where}: HTTP {status}: {text}", retries=retries)
 
-    def _parse(self, raw: bytes) -> Any:
-        """The reply body as JSON within the limits (``LimitError``, ``ValueError``)."""
-        return limits.loads(
-            raw,
-            what="the reply",
-            max_size=limits.MAX_MODEL_REPLY_BYTES,
-            size_name="MAX_MODEL_REPLY_BYTES",
-        )
-
     def _malformed(self, problem: str, retries: int) -> ModelError:
-        return ModelError("model-error", f"{self._where}: {problem}", retries=retries)
+        return ModelError("model-malformed", f"{self._where}: {problem}", retries=retries)
 
-    def _reply(self, status: int, raw: bytes, retries: int) -> ModelReply:
+    def _reply(self, status: int, raw: bytes, retries: int) -> tuple[ModelReply, dict[str, Any]]:
+        """The reply of a ``status`` answer with body ``raw``, and the body's JSON."""
         if not 200 <= status < 300:
             raise self._refusal(status, raw, retries)
         try:
-            data = self._parse(raw)
+            data = parse_json(raw)
         except limits.LimitError as breach:
             raise self._malformed(str(breach), retries) from None
         except ValueError:
@@ -449,8 +334,8 @@ class OpenAICompatibleModel:
         usage = data.get("usage")
         if not (
             isinstance(usage, dict)
-            and _is_count(usage.get("prompt_tokens"))
-            and _is_count(usage.get("completion_tokens"))
+            and is_count(usage.get("prompt_tokens"))
+            and is_count(usage.get("completion_tokens"))
         ):
             raise ModelError(
                 "usage-missing",
@@ -458,7 +343,7 @@ class OpenAICompatibleModel:
                 retries=retries,
             )
         if not (
-            _is_token_count(usage["prompt_tokens"]) and _is_token_count(usage["completion_tokens"])
+            is_token_count(usage["prompt_tokens"]) and is_token_count(usage["completion_tokens"])
         ):
             raise self._malformed("out-of-range: the reply's token usage is beyond 2^53", retries)
         try:
@@ -483,7 +368,7 @@ class OpenAICompatibleModel:
             extra["served_model"] = data["model"]
         if raw_finish != finish:
             extra["finish_reason_raw"] = raw_finish
-        return ModelReply(
+        reply = ModelReply(
             text=content,
             tool_calls=calls,
             usage=Usage(
@@ -496,6 +381,7 @@ class OpenAICompatibleModel:
             retries=retries,
             extra=extra,
         )
+        return reply, data
 
     def _tool_calls(self, raw: Any, retries: int) -> tuple[ToolCall, ...]:
         calls: list[ToolCall] = []

@@ -14,10 +14,11 @@ from xaytune.report._markdown import render_markdown
 from xaytune.report._page import ComparisonView, ReportPage, comparison_view, report_page
 from xaytune.report._plots import PLOT_NAMES, cost_axis, plot_png
 from xaytune.report._terminal import terminal_table
-from xaytune.report._words import VERDICT_WORDS
+from xaytune.report._words import SE_ZERO_MARK, VERDICT_WORDS
 
 __all__ = [
     "PLOT_NAMES",
+    "SE_ZERO_MARK",
     "VERDICT_WORDS",
     "ComparisonView",
     "ReportPage",

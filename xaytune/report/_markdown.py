@@ -14,6 +14,9 @@ from xaytune.report._words import (
     calibration_lines,
     fmt,
     interval_text,
+    looks_lines,
+    method_lines,
+    optional_stopping_warning,
     power_cell,
     power_text,
     reruns_warning,
@@ -84,6 +87,13 @@ def render_markdown(report: ComparisonReport, plots: dict[str, str] | None = Non
     lines += ["| " + " | ".join(row) + " |" for row in objective_rows(report)]
     if report.seed_only_difference:
         lines += ["", *warnings(report)]
+    stopping = optional_stopping_warning(report)
+    if stopping is not None:
+        lines += ["", f"**Warning:** {stopping}"]
+    if method_lines(report):
+        lines += ["", f"## Method: {report.method}", "", *method_lines(report)]
+    if report.looks is not None:
+        lines += ["", f"## Looks at this tree ({report.looks.count})", "", *looks_lines(report)]
     lines += ["", "## Calibration: what the rule says when there is nothing to find", ""]
     lines += calibration_lines(report, sides)
     lines += [

@@ -19,11 +19,14 @@ from typing import Any
 from xaytune.core.harness_comparison import ComparisonReport, MetricComparison
 from xaytune.report._plots import PAIRED_PLOT, cost_axis, verdict_label
 from xaytune.report._words import (
+    SE_ZERO_MARK,
     Sides,
     aa_cell,
     calibration_lines,
     fmt,
     interval_text,
+    method_lines,
+    optional_stopping_warning,
     power_cell,
     power_text,
     reruns_warning,
@@ -197,6 +200,11 @@ class ReportPage:
 
     title: str
     comparisons: tuple[ComparisonView, ...]
+    # The several-challenger summary grid (xaytune.app.summary): header, preformatted
+    # cells per row (with the p and Holm p columns) and the family-wise lines.
+    summary_header: tuple[str, ...] = ()
+    summary_rows: tuple[tuple[str, ...], ...] = ()
+    summary_notes: tuple[str, ...] = ()
 
 
 def _value(value: Any) -> str:
@@ -268,9 +276,20 @@ def _notes(report: ComparisonReport, sides: Sides) -> tuple[Note, ...]:
     for text in (seed_only_warning(report), reruns_warning(report, sides)):
         if text is not None:
             notes.append(Note("warning", "Warning", text))
+    stopping = optional_stopping_warning(report)
+    if stopping is not None:
+        notes.append(Note("warning", "Optional stopping", stopping))
     why = why_inconclusive(report)
     if why is not None:
         notes.append(Note("inconclusive", "Why inconclusive", why))
+    for line in method_lines(report):
+        notes.append(Note("reading", f"Method {report.method}", line))
+    if report.looks is not None:
+        seen = "; ".join(
+            f"look {look.look}: {look.seeds} seeds, {look.method}, {look.relation}"
+            for look in report.looks.looks
+        )
+        notes.append(Note("reading", f"Looks at this tree ({report.looks.count})", seen))
     for objective in report.spec.objectives:
         metric = report.metrics.get(objective.metric)
         if metric is None:
@@ -283,6 +302,15 @@ def _notes(report: ComparisonReport, sides: Sides) -> tuple[Note, ...]:
                     f"the verdict names {sides.a if metric.verdict == 'favors-a' else sides.b}, "
                     f"but the 95% t-interval of the mean difference {interval_text(metric)} "
                     "does not exclude 0: k·se is a narrower bar than that interval at small R.",
+                )
+            )
+        if metric.verdict in ("favors-a", "favors-b") and metric.se == 0:
+            notes.append(
+                Note(
+                    "interval",
+                    f"{metric.metric}: {metric.verdict} {SE_ZERO_MARK}",
+                    "every seed gave the same difference, so se = 0 and only min_effect "
+                    "stood between it and a verdict: the seeds show no noise to judge it by.",
                 )
             )
     for line in calibration_lines(report, sides):

@@ -14,15 +14,21 @@ from xaytune.core.harness_comparison import ComparisonReport, MetricComparison
 
 __all__ = [
     "INCONCLUSIVE_BECAUSE",
+    "SE_ZERO_MARK",
     "VERDICT_WORDS",
     "Sides",
     "aa_cell",
+    "calibrate_caveat",
     "calibration_lines",
     "fmt",
     "interval_text",
+    "looks_lines",
+    "method_lines",
+    "optional_stopping_warning",
     "pct",
     "power_cell",
     "power_text",
+    "relation_bound",
     "reruns_warning",
     "seed_only_warning",
     "verdict_text",
@@ -87,8 +93,18 @@ def interval_text(metric: MetricComparison) -> str:
     return "—" if interval is None else f"[{fmt(interval.low)}, {fmt(interval.high)}]"
 
 
+# The marker of a verdict named with se = 0, on every surface (issue 30).
+SE_ZERO_MARK = "(se = 0: constant difference)"
+
+
 def verdict_text(metric: MetricComparison) -> str:
-    """The verdict word, with a visible note when the 95% interval contains 0."""
+    """The verdict word, with a visible note when the 95% interval contains 0, or
+    when a side was named with no spread at all (se = 0: a constant difference above a
+    positive min_effect, whose noise the seeds cannot show)."""
+    if metric.method_detail is not None:
+        return metric.verdict  # another method decided it: its own figures say how
+    if metric.verdict in ("favors-a", "favors-b") and metric.se == 0:
+        return f"{metric.verdict} {SE_ZERO_MARK}"
     if metric.verdict in ("favors-a", "favors-b") and metric.descriptive.interval_spans_zero:
         return f"{metric.verdict} (95% interval spans 0)"
     if metric.reason == "no-variance":
@@ -108,15 +124,60 @@ def aa_cell(report: ComparisonReport, metric: MetricComparison) -> str:
     return cell
 
 
+def relation_bound(report: ComparisonReport) -> str:
+    """The prefix "≤ " when the relation's A/A figures are built from an upper bound
+    (a student-t rate with a positive min_effect), else ""."""
+    calibration = report.calibration
+    if calibration is None:
+        return ""
+    bounded = any(
+        o.model == "student-t" and report.spec.objective(o.metric).min_effect > 0 and o.rate > 0
+        for o in calibration.objectives
+    )
+    return "≤ " if bounded else ""
+
+
+# How far apart two calibrate=true runs of the same harnesses read, at small R: the
+# simulation uses the observed spread of R seeds (measured in issue 30: 11-27% between
+# runs for a true 26.7% at R = 3).
+_CALIBRATE_CAVEAT_BELOW = 10
+
+
+def calibrate_caveat(replicates: int) -> str:
+    """The caveat a measured A/A rate carries at small R ("" from R = 10)."""
+    if replicates >= _CALIBRATE_CAVEAT_BELOW:
+        return ""
+    return (
+        f" Caveat: at R = {replicates} the measured rates rest on the spread of "
+        f"{replicates} seeds and vary from run to run (at R = 3, two runs of the same "
+        "harnesses read anywhere from 11% to 27% for a true 27%); the formula figures "
+        "above are the steadier guide."
+    )
+
+
 def power_cell(metric: MetricComparison) -> str:
     """The true difference the rule calls 80% of the time at this R, or —."""
     power = metric.descriptive.power
-    return "—" if power is None else f"≥ {fmt(power.difference_for_power)}"
+    if power is None:
+        return "—"
+    return f"≥ {fmt(power.difference_for_power)}" + (" (rough)" if power.rough else "")
 
 
 def calibration_lines(report: ComparisonReport, sides: Sides) -> list[str]:
     """What the rule says when A and B are the same harness, in words."""
     calibration = report.calibration
+    alpha = pct(report.spec.alpha)
+    if calibration is None and report.method == "task-paired/v1":
+        return [
+            f"task-paired/v1 names a side about {alpha} of the time per objective when A "
+            "and B are the same harness (alpha; benchmarks/sequential.py measures it)."
+        ]
+    if calibration is None and report.method == "sequential-paired/v1":
+        return [
+            f"sequential-paired/v1 names a side at most {alpha} of the time (alpha, for the "
+            "relation: split over the objectives) when A and B are the same harness, however "
+            "many times the tree is looked at or extended."
+        ]
     if calibration is None:
         return ["No calibration: the candidates are not comparable."]
     per_objective = []
@@ -139,9 +200,11 @@ def calibration_lines(report: ComparisonReport, sides: Sides) -> list[str]:
         "(less with a positive min_effect); per objective: "
         + ("; ".join(per_objective) or "none decided")
         + f". The relation would not be inconclusive "
-        f"{pct(calibration.relation_rate_independent)} of the time if these "
+        f"{relation_bound(report)}{pct(calibration.relation_rate_independent)} of the time "
+        "if these "
         f"{len(calibration.objectives)} objectives are independent, between "
-        f"{pct(calibration.relation_rate_low)} and {pct(calibration.relation_rate_high)} "
+        f"{relation_bound(report)}{pct(calibration.relation_rate_low)} and "
+        f"{relation_bound(report)}{pct(calibration.relation_rate_high)} "
         f"whatever their dependence. Assumes {calibration.assumption}."
     ]
     measured = calibration.measured
@@ -167,7 +230,7 @@ def calibration_lines(report: ComparisonReport, sides: Sides) -> list[str]:
             f"Measured ({measured.method}: {measured.draws:,} simulated A/A comparisons with "
             f"this run's observed spread and min_effect; Monte Carlo SE at most "
             f"{pct(se)}): {rates}; relation {pct(measured.relation)}. Seeded from "
-            f"`{measured.seed_digest}`."
+            f"`{measured.seed_digest}`." + calibrate_caveat(calibration.replicates)
         )
     return lines
 
@@ -199,7 +262,16 @@ def power_text(metric: MetricComparison) -> str | None:
             f"({fmt(power.planning_effect)}): "
             + (f"{needed:,}" if needed is not None else "more than 100,000")
         )
-    return text + f" (taking the observed sd {fmt(power.sd)} of the per-seed differences)"
+    if power.sd_upper is None:  # a report written before the upper bound
+        return text + f" (taking the observed sd {fmt(power.sd)} of the per-seed differences)"
+    text += (
+        f" (at the {power.sd_level:.0%} upper confidence bound {fmt(power.sd_upper)} of the "
+        f"sd of the per-seed differences, observed {fmt(power.sd)}: these figures hold in "
+        f"about {power.sd_level:.0%} of runs"
+    )
+    if power.rough:
+        text += f"; rough: R = {r} is below 5 and says little about the spread"
+    return text + ")"
 
 
 def seed_only_warning(report: ComparisonReport) -> str | None:
@@ -261,3 +333,61 @@ def why_inconclusive(report: ComparisonReport) -> str | None:
         text = INCONCLUSIVE_BECAUSE.get(metric.reason, metric.reason)
         reasons.append(f"{objective.metric}: {text.format(r=len(report.seeds))}")
     return "; ".join(reasons) or None
+
+
+def optional_stopping_warning(report: ComparisonReport) -> str | None:
+    """The warning of a tree whose seeds grew between looks under the fixed rule."""
+    looks = report.looks
+    if looks is None or not looks.optional_stopping:
+        return None
+    return (
+        f"optional stopping: this tree was looked at {looks.count} times as its seeds grew "
+        f"from {looks.looks[0].seeds} to {looks.looks[-1].seeds}; under {report.method} "
+        "adding seeds until a verdict appears raises the false-favor rate above the A/A "
+        "rate stated for one look (use comparison=sequential to extend a tree safely)."
+    )
+
+
+def method_lines(report: ComparisonReport) -> list[str]:
+    """How a declared method other than the spec's rule decided each objective."""
+    lines = []
+    for objective in report.spec.objectives:
+        metric = report.metrics.get(objective.metric)
+        detail = metric.method_detail if metric is not None else None
+        if detail is None:
+            continue
+        if detail.method == "task-paired/v1":
+            se = fmt(detail.clustered_se) if detail.clustered_se is not None else "unknown"
+            critical = fmt(detail.critical) if detail.critical is not None else "n/a"
+            threshold = fmt(detail.threshold) if detail.threshold is not None else "n/a"
+            lines.append(
+                f"{objective.metric}: mean of {detail.n_observations} (seed, task) differences "
+                f"{fmt(detail.mean)}, se clustered by {detail.n_clusters} tasks {se}, "
+                f"t critical {critical} (alpha {detail.alpha}), threshold {threshold}: "
+                f"{metric.verdict}."
+            )
+        else:
+            seeds = (
+                f"; about {detail.expected_seeds:.1f} seeds to a verdict at a true "
+                "2·min_effect (Wald)"
+                if detail.expected_seeds is not None
+                else ""
+            )
+            lines.append(
+                f"{objective.metric}: mean difference {fmt(detail.mean)} over "
+                f"{detail.n_observations} (seed, task) pairs, bound {fmt(detail.bound)}; "
+                f"wealth for A {fmt(detail.wealth_a)}, for B {fmt(detail.wealth_b)} against "
+                f"{fmt(detail.threshold)} = 2/alpha (alpha {detail.alpha} for this objective, "
+                f"valid over any number of looks){seeds}: {metric.verdict}."
+            )
+    return lines
+
+
+def looks_lines(report: ComparisonReport) -> list[str]:
+    """The looks at the tree as a Markdown table (none for a first look)."""
+    if report.looks is None:
+        return []
+    lines = ["| look | seeds | method | relation |", "|---|---|---|---|"]
+    for look in report.looks.looks:
+        lines.append(f"| {look.look} | {look.seeds} | {look.method} | {look.relation} |")
+    return lines

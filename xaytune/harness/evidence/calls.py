@@ -8,6 +8,12 @@ only when it is still the attested one (the same record and seal digests, the
 chain verifying from the record to the head and event count the evidence names),
 so nothing read here is other than what verification accepted.
 
+A call's usage is recorded as :func:`usage_event` spells it: input, output, cached
+and reasoning tokens (null when not reported), and ``cache_write`` (prompt tokens
+written to the provider's prompt cache) only when the provider reported it, so a
+trajectory of a provider that never reports cache writes (the simulator, the OpenAI
+adapter) is byte for byte what it was before the key existed, and so are its digests.
+
 Refusals (``EvidenceError``): ``open-attempt`` (the file has no seal), and
 ``digest-mismatch`` / ``chain-head-mismatch`` / ``chain-broken`` (the file is not
 the attested attempt). An attempt recovered after a crash is refused
@@ -26,20 +32,37 @@ from xaytune.harness.evidence._records import AttemptEvidence, EvidenceEntry
 from xaytune.harness.evidence.attempt_file import split_attempt
 from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.harness.evidence.trajectory import verify_chain
+from xaytune.models import Usage
 
-__all__ = ["ModelCall", "attempt_calls"]
+__all__ = ["ModelCall", "attempt_calls", "usage_event"]
+
+
+def usage_event(usage: Usage) -> dict[str, int | None]:
+    """One reply's usage as its ``model_reply`` event records it (see the module
+    docstring): ``cache_write`` is written only when reported."""
+    recorded: dict[str, int | None] = {
+        "input": usage.input_tokens,
+        "output": usage.output_tokens,
+        "cached": usage.cached_tokens,
+        "reasoning": usage.reasoning_tokens,
+    }
+    if usage.cache_write_tokens is not None:
+        recorded["cache_write"] = usage.cache_write_tokens
+    return recorded
 
 
 @dataclass(frozen=True, slots=True)
 class ModelCall:
     """One model call that replied, as its ``model_reply`` event records it
-    (cached and reasoning tokens None when the provider did not report them)."""
+    (cached, reasoning and cache-write tokens None when the provider did not report
+    them)."""
 
     input_tokens: int
     output_tokens: int
     cached_tokens: int | None
     reasoning_tokens: int | None
     time_us: int
+    cache_write_tokens: int | None = None
 
 
 def attempt_calls(
@@ -87,6 +110,8 @@ def attempt_calls(
                 cached_tokens=usage["cached"],
                 reasoning_tokens=usage["reasoning"],
                 time_us=event["v"]["time_us"],
+                # Absent: not reported (a writer never writes it null).
+                cache_write_tokens=usage.get("cache_write"),
             )
         )
     return tuple(calls)

@@ -24,6 +24,7 @@ from xaytune.app._manifest_view import (
     read_manifest,
     recorded_suite,
 )
+from xaytune.app.audit import refuse_busy_tree
 from xaytune.app.cache import reused_from
 from xaytune.app.config import validate_config
 from xaytune.app.experiment import REPLICATE_FILE
@@ -199,6 +200,7 @@ def open_run(root: Path, *, suites: tuple[Path, ...] = ()) -> RunTree:
     """The run tree at ``root``; ``not-a-run`` (one line naming it) if it is none."""
     if not root.is_dir():
         raise _not_a_run(root, "not a directory")
+    refuse_busy_tree(root, command="view")
     path = root / MANIFEST
     if not path.is_file():
         raise _not_a_run(root, f"no {MANIFEST}")
