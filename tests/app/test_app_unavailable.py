@@ -77,6 +77,9 @@ def test_a_run_against_a_down_endpoint_resumes_to_a_complete_tree(
         f"model.base_url=http://127.0.0.1:{port}/v1",
         "model.name=answers-zero",
         "model.max_retries=0",
+        # The mid-run path: with the preflight on, a down endpoint is refused before any
+        # tree is written (tests/app/test_app_endpoints.py).
+        "model.preflight=false",
         "candidates.a.model_retries=1",
         "candidates.b.model_retries=1",
     ]

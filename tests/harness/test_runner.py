@@ -193,14 +193,29 @@ def test_context_overflow_from_the_simulated_model(bench: Bench) -> None:
 
 
 def test_model_error(bench: Bench) -> None:
-    model = ScriptedModel([ModelError("model-auth", "API key rejected (401)")])
+    # A refusal of this one request (not definitive): the task's outcome is model-error.
+    model = ScriptedModel([ModelError("model-error", "parameter rejected (400)")])
     result = run(bench, CALC, model)
     assert result.status == "complete"
     assert result.outcome.terminal == "model-error"
-    assert "API key rejected" in result.outcome.detail
+    assert "parameter rejected" in result.outcome.detail
     assert len(model.requests) == 1 and result.spend.retries == 0
     _, events = sealed(result)
-    assert events[1]["type"] == "model_error" and events[1]["v"]["reason"] == "model-auth"
+    assert events[1]["type"] == "model_error" and events[1]["v"]["reason"] == "model-error"
+
+
+@pytest.mark.parametrize("reason", ["model-auth", "model-unknown", "model-malformed"])
+def test_definitive_model_error_leaves_the_attempt_partial(bench: Bench, reason: str) -> None:
+    """The endpoint refuses every call alike (issue 29): no outcome, never retried; the
+    recorded error starts with the reason word, which the app stops the run with."""
+    harness = CALC.model_copy(update={"model_retries": 3})
+    model = ScriptedModel([ModelError(reason, "API key rejected (401)")])
+    result = run(bench, harness, model)
+    assert result.status == "partial" and result.outcome is None
+    assert result.error.startswith(f"ModelUnavailable: {reason}: API key rejected (401)")
+    assert len(model.requests) == 1 and result.spend.retries == 0
+    _, events = sealed(result)
+    assert events[1]["type"] == "model_error" and events[1]["v"]["reason"] == reason
 
 
 def test_transient_errors_beyond_the_retries_leave_the_attempt_partial(bench: Bench) -> None:

@@ -80,11 +80,16 @@ def replicate_key(
     seed: int,
     durability: str,
     model_adapter: dict[str, Any] | None,
+    endpoint: dict[str, Any] | None = None,
 ) -> str:
-    """The content address of a replicate's evidence."""
+    """The content address of a replicate's evidence. ``endpoint`` (an HTTP model's
+    base URL and the identity its preflight reported, ``xaytune.app.endpoints``) is part
+    of the key when given; models without an endpoint keep the keys they had."""
+    extra = {} if endpoint is None else {"endpoint": endpoint}
     return sha256_digest(
         canonical_bytes(
             {
+                **extra,
                 "schema": CACHE_SCHEMA,
                 "formats": [STORE_SCHEMA, EVIDENCE_SCHEMA],
                 "suite_digest": suite_digest,

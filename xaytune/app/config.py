@@ -260,6 +260,9 @@ class ComparisonConfig(BaseModel):
     )
     alpha: float = Field(default=0.05, gt=0, lt=1)
     bounds: dict[str, float] = Field(default_factory=dict)
+    # A replicate whose share of tasks ending ``model-error`` exceeds this makes the run
+    # exit 2 (``model-errors``): its numbers measure the endpoint, not the harness.
+    max_model_error_share: float = Field(default=0.10, ge=0, le=1)
 
     @model_validator(mode="after")
     def _bounded(self) -> ComparisonConfig:

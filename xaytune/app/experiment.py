@@ -28,6 +28,7 @@ from xaytune.app.config import (
     SimulatedModelConfig,
     TargetModelConfig,
 )
+from xaytune.app.endpoints import endpoint_key, model_error_counts, unvouched
 from xaytune.app.intent import INTENT_FILE
 from xaytune.app.parts import model_adapter_identity
 from xaytune.core.canonical import canonical_bytes
@@ -57,7 +58,7 @@ from xaytune.harness.evidence import HarnessRunEvidence, assemble_evidence
 from xaytune.harness.evidence.store import STORE_MARKER, STORE_SCHEMA, atomic_write
 from xaytune.harness.replicate import compile_replicate
 from xaytune.harness.runner import AttemptResult, TaskRun
-from xaytune.models import Model, SimulatedModel
+from xaytune.models import DEFINITIVE_REASONS, Model, SimulatedModel
 from xaytune.suites import builtin_suite_path
 
 __all__ = [
@@ -180,6 +181,11 @@ class ReplicateOutcome:
     evaluator_fingerprints: tuple[str, ...]
     attempts: int
     skipped: int
+    # Tasks whose attested outcome is ``model-error``, of ``tasks``; their causes grouped
+    # (the outcome detail's first line, which starts with the reason word) with counts.
+    tasks: int = 0
+    model_errors: int = 0
+    error_causes: tuple[tuple[str, int], ...] = ()
 
 
 def run_replicate(
@@ -240,13 +246,16 @@ def run_replicate(
         seed=seed,
         durability=cfg.durability,
         model_adapter=model_adapter_identity(model).model_dump(mode="json"),
+        endpoint=endpoint_key(cfg.model),
     )
+    # An HTTP endpoint not asked who it is (preflight: false) cannot vouch for a cache entry.
+    use_cache = cfg.cache.mode != "off" and not unvouched(cfg.model)
     reused = cache.reused_from(store.root)
     if reused is not None:  # a resume of a replicate copied from the cache
         cached = assemble_evidence(
             specs, suite, sampling, assignment, source, store, intent=reused.intent_digest
         )
-    elif fresh and cfg.cache.mode != "off":
+    elif fresh and use_cache:
         reused = _reuse(cfg, key, specs, sampling, assignment, source, store)
         cached = None if reused is None else reused[1]
         reused = None if reused is None else reused[0]
@@ -282,6 +291,7 @@ def run_replicate(
         cached is None
         and fresh
         and cfg.cache.mode == "read-write"
+        and use_cache
         and intent is not None
         # Evidence touched by a model error is never stored: it would replay the error.
         and cache.cacheable(attempt for run in runs for attempt in run.attempts)
@@ -329,6 +339,7 @@ def run_replicate(
         evaluator_fingerprints=tuple(e.result.evaluator_fingerprint for e in evaluations),
         attempts=sum(len(run.attempts) for run in runs),
         skipped=sum(run.skipped for run in runs) if cached is None else len(specs),
+        **model_error_counts(evidence),
     )
 
 
@@ -372,6 +383,22 @@ def _refuse_unfinished(runs: list[TaskRun], harness: Harness, seed: int) -> None
     """Stop (``model-unavailable``) when tasks ended without an outcome because the
     model could not be reached: comparing now would compare holes. Their attempts are
     sealed partial, so a resume of the tree runs exactly those tasks again."""
+    refused = [
+        text
+        for text in (
+            (run.last.error or "").removeprefix("ModelUnavailable: ")
+            for run in runs
+            if run.last is not None and run.last.outcome is None
+        )
+        if text.split(":", 1)[0] in DEFINITIVE_REASONS
+    ]
+    if refused:  # the endpoint refuses every call alike: a resume after it is fixed
+        reason, cause = refused[0].split(": ", 1)
+        raise ExecutionError(
+            reason,
+            f"{cause}; {len(refused)} of {len(runs)} tasks of {harness.name} seed {seed} "
+            "were refused, their attempts are sealed partial, nothing attested is lost",
+        )
     unreachable = [
         run.last.error
         for run in runs

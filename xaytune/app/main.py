@@ -114,6 +114,7 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
     }
     write_manifest(out, cfg, plain, source, final=False)
     fingerprints = {label: h.fingerprint for label, h in cfg.candidates.items()}
+    ran = []  # this run's replicates (not those an earlier intent ran)
     for seed in (seed for seed in cfg.job_seeds if seed not in earlier):
         # A seeded permutation per seed (xaytune.app.order): a fixed order would hand
         # the within-run drift of time metrics to the same candidate on every seed.
@@ -122,24 +123,48 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
             with replicate_progress(
                 f"{harness.name} seed {seed}", total=_task_count(cfg, source), enabled=cfg.progress
             ) as progress:
-                run_replicate(
-                    cfg,
-                    label=label,
-                    harness=harness,
-                    seed=seed,
-                    source=source,
-                    out=out,
-                    toolbox=toolbox,
-                    progress=progress,
-                    intent=intent,
+                ran.append(
+                    run_replicate(
+                        cfg,
+                        label=label,
+                        harness=harness,
+                        seed=seed,
+                        source=source,
+                        out=out,
+                        toolbox=toolbox,
+                        progress=progress,
+                        intent=intent,
+                    )
                 )
     if not compare:
         # A sweep job: its own manifest is complete once its replicates are (with their
         # reports' digests); the sweep root's is written when the sweep ends.
         write_manifest(out, cfg, plain, source, final=True)
         print(f"replicates written under {out}")
+        return _model_error_gate(cfg, ran)
+    code = finish(out, cfg, plain, source)
+    return max(code, _model_error_gate(cfg, ran))
+
+
+def _model_error_gate(cfg: ExperimentConfig, ran: list) -> int:
+    """Print each replicate's model-error count (0 included); 2 when a replicate's share
+    of tasks ending ``model-error`` exceeds ``comparison.max_model_error_share``, with
+    one ``error: model-errors:`` line per such replicate naming its causes, grouped."""
+    if not ran:
         return 0
-    return finish(out, cfg, plain, source)
+    counts = ", ".join(f"{r.candidate} seed {r.seed}: {r.model_errors}" for r in ran)
+    print(f"model errors (tasks ending model-error): {counts}")
+    bound = cfg.comparison.max_model_error_share
+    over = [r for r in ran if r.tasks and r.model_errors / r.tasks > bound]
+    for r in over:
+        causes = "; ".join(f"{count} x {cause}" for cause, count in r.error_causes)
+        print(
+            f"error: model-errors: {r.candidate} seed {r.seed}: {r.model_errors} of {r.tasks} "
+            f"tasks ended model-error (bound {bound:g}); its numbers measure the endpoint, "
+            f"not the harness: {causes}",
+            file=sys.stderr,
+        )
+    return 2 if over else 0
 
 
 def _record_extended_config(out: Path, plain: dict[str, Any]) -> None:
@@ -227,7 +252,10 @@ def finish(out: Path, cfg: ExperimentConfig, plain: dict[str, Any], source) -> i
 
 
 # Refusals during a run that a resume can finish (the tree stays as sealed so far).
-_RESUMABLE = frozenset({"model-unavailable", "publish-failed"})
+# A definitive model refusal mid-run (model-auth, ...) stops it the same way.
+_RESUMABLE = frozenset({"model-unavailable", "publish-failed"}) | frozenset(
+    {"model-auth", "model-unknown", "model-malformed", "usage-missing"}
+)
 
 
 def _resume_hint(out: Path | None) -> str:
@@ -306,6 +334,16 @@ def main(raw: DictConfig) -> None:
                 from xaytune.app.cost import dry_run
 
                 dry_run(cfg)  # prints the dollar estimate; nothing runs
+            if not cfg.dry_run:  # a dry run stays offline; a resume asks again
+                from xaytune.app.endpoints import preflight_endpoints
+
+                configs = [c for c, _ in subs.values()] or [cfg]
+                preflight_endpoints(
+                    [
+                        *(c.model for c in configs),
+                        *(e.judge_model for c in configs for e in c.evaluators.values()),
+                    ]
+                )
         except XaytuneError:
             _discard_unused(Path(hydra_cfg.runtime.output_dir))
             raise

@@ -313,6 +313,16 @@ class _Host:
                         f"task {self.spec.task_id}: {failure} (after {retries} harness retries)",
                     )
                     raise self.unavailable from None
+                if failure.definitive:
+                    # The endpoint refuses every call alike (auth, unknown model, malformed
+                    # replies): not the harness's outcome. Partial like an unreachable
+                    # model; the message starts with the reason word, which the app reads
+                    # to stop the run with it.
+                    cause = str(failure).removeprefix(f"{failure.reason}: ")
+                    self.unavailable = ModelUnavailable(
+                        failure.reason, f"{cause} (task {self.spec.task_id})"
+                    )
+                    raise self.unavailable from None
                 if not retry:
                     overflow = isinstance(failure, ContextOverflowError)
                     terminal = "context-overflow" if overflow else "model-error"
