@@ -90,7 +90,9 @@ class ScriptedModel:
         if word == "prose":
             return _reply("I am not sure.", int(args[0]), int(args[1]))
         if word == "error":
-            raise ModelError("model-auth", "scripted: bad key")
+            # A refusal of this one request (a 400): an outcome. model-auth would be the
+            # endpoint's (definitive: the attempt ends partial and the run stops).
+            raise ModelError("model-error", "scripted: HTTP 400, bad request")
         if word == "transient":
             raise TransientModelError("scripted: try again")
         if word == "overflow":

@@ -172,7 +172,8 @@ def test_failed_calls_are_counted_and_timed_apart_from_replies(source, tmp_path)
 
 
 def test_a_terminal_model_error_is_a_counted_call(source, tmp_path):
-    result = _run(source, tmp_path, ScriptedModel([ModelError("model-auth", "no key")]))
+    # A refusal of this request (not the endpoint's: that would end the attempt partial).
+    result = _run(source, tmp_path, ScriptedModel([ModelError("model-error", "HTTP 400")]))
     assert result.outcome.terminal == "model-error"
     assert (result.spend.model_calls, result.spend.model_errors) == (0, 1)
 

@@ -289,6 +289,11 @@ def run() -> None:
     check_output_argument(sys.argv[1:])
     sys.argv[1:] = _sweep_arguments(sys.argv[1:])
     signal.signal(signal.SIGTERM, _on_sigterm)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Started as `cmd &` by a non-interactive shell, SIGINT is ignored from the start;
+        # restore Python's handler so SIGINT (and SIGTERM, re-sent as SIGINT) still stop
+        # the run (asyncio only installs its own over the default handler).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     register_resolvers()
     _held["stderr"] = sys.stderr
     sys.stderr = io.StringIO()

@@ -245,9 +245,7 @@ def finish(out: Path, cfg: ExperimentConfig, plain: dict[str, Any], source) -> i
     gated = [(label, r) for label, r, _ in written if r.relation in cfg.comparison.fail_on]
     for label, report in gated:
         where = "" if len(written) == 1 else f" for challenger {label} ({report.b.name})"
-        print(
-            f"gate: relation {report.relation}{where} is in comparison.fail_on", file=sys.stderr
-        )
+        print(f"gate: relation {report.relation}{where} is in comparison.fail_on", file=sys.stderr)
     return 1 if gated else 0
 
 

@@ -18,6 +18,13 @@ KeyboardInterrupt, SIGTERM via the app), a model unreachable through every retry
 before any stop, or returned something that is not text: ``bad-loop-result``).
 Before any attempt, the loop and tools must be the code the harness pins in its
 ``parts`` (``code-mismatch``).
+An attempt that awaits past ``Harness.attempt_timeout_s`` is cancelled where it
+awaits and sealed ``partial`` (spend kept) with a ``timed-out`` event carrying the
+reason word ``attempt-timeout``; like a crash, it is retried up to
+``attempts_per_task`` (a deadline can be a slow server's, not the harness's fault,
+and the retry is declared by the same budget). Limit: asyncio can only cancel at an
+``await``; a loop that spins on the CPU without awaiting is not stopped by this
+deadline.
 A task whose attempts all end partial is retried up to ``attempts_per_task``;
 an interruption is never retried.
 """
@@ -62,7 +69,10 @@ from xaytune.harness.spec import AgentExecutionSpec, Harness
 from xaytune.harness.toolbox import Toolbox
 from xaytune.models._protocol import Model
 
-__all__ = ["AttemptResult", "HarnessRunner", "TaskRun"]
+__all__ = ["ATTEMPT_TIMEOUT", "AttemptResult", "HarnessRunner", "TaskRun"]
+
+# The reason word of an attempt stopped at its deadline (Harness.attempt_timeout_s).
+ATTEMPT_TIMEOUT = "attempt-timeout"
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,10 +423,19 @@ class HarnessRunner:
         error: str | None = None
         interrupted: BaseException | None = None
         started = time.perf_counter()  # end-to-end wall time, on a monotonic clock
+        deadline = spec.harness.attempt_timeout_s
         try:
-            outcome, final_text = await self._loop(
-                spec, session, spend, model, toolbox, authorized, cancel
-            )
+            # The deadline covers the whole attempt: a loop, model call or tool call that
+            # awaits past it is cancelled there (a loop that never awaits is not: see
+            # the module docstring).
+            async with asyncio.timeout(deadline):
+                outcome, final_text = await self._loop(
+                    spec, session, spend, model, toolbox, authorized, cancel
+                )
+        except TimeoutError:  # the attempt's own deadline (asyncio.timeout's conversion)
+            outcome, final_text = None, None
+            error = f"{ATTEMPT_TIMEOUT}: task {spec.task_id} ran past {deadline:g} s"
+            session.event("timed-out", {"reason": ATTEMPT_TIMEOUT, "deadline_s": deadline})
         except (asyncio.CancelledError, KeyboardInterrupt) as stop:
             interrupted = stop
             session.event("interrupted", {"by": type(stop).__name__})

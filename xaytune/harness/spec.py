@@ -29,6 +29,7 @@ from xaytune.models._protocol import ModelIdentity
 from xaytune.plugins import CodeIdentity, PartRef
 
 __all__ = [
+    "ATTEMPT_TIMEOUT_S",
     "SPEC_SCHEMA",
     "AgentExecutionSpec",
     "AnswerExtraction",
@@ -42,6 +43,8 @@ SPEC_SCHEMA = "xaytune.agent-execution-spec/v1"
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 # A budget of a billion dollars per attempt is a typo, not a plan.
 _MAX_COST_BUDGET_USD = 1e9
+# The default deadline of one attempt, in seconds (Harness.attempt_timeout_s).
+ATTEMPT_TIMEOUT_S = 600.0
 
 
 class Harness(BaseModel):
@@ -84,6 +87,10 @@ class Harness(BaseModel):
     attempts_per_task: int = Field(default=1, ge=1, le=limits.MAX_ATTEMPTS_PER_TASK)
     answer: AnswerExtraction = AnswerExtraction()
     tool_timeout_s: float = Field(default=60.0, gt=0, le=limits.MAX_TIMEOUT_S)
+    # The wall-clock deadline of one attempt (loop, model and tool calls together). Left
+    # out of the declaration while it equals the default, so harnesses declared before
+    # the field existed keep their fingerprints; any other value is declared and pinned.
+    attempt_timeout_s: float = Field(default=ATTEMPT_TIMEOUT_S, gt=0, le=limits.MAX_TIMEOUT_S)
     parts: tuple[CodeIdentity, ...] = ()
 
     @model_validator(mode="after")
@@ -107,6 +114,8 @@ class Harness(BaseModel):
         plain = handler(self)
         if plain.get("cost_budget_usd", 0) is None:
             del plain["cost_budget_usd"]  # unset: the declaration (and fingerprint) as before
+        if plain.get("attempt_timeout_s") == ATTEMPT_TIMEOUT_S:
+            del plain["attempt_timeout_s"]  # the default: the declaration as before
         return plain
 
     @property
