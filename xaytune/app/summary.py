@@ -33,6 +33,7 @@ from xaytune.core.harness_comparison import (
     FamilyObjective,
     FamilyRate,
     family_aa_rate,
+    lattice_counts,
 )
 
 __all__ = [
@@ -50,29 +51,13 @@ SUMMARY_SCHEMA = "xaytune.comparison-summary/v1"
 HOLM_MIN_REPLICATES = 3
 
 
-def _lattice(runs: list) -> tuple[int, int] | None:
-    """(n tasks, successes) when every run is a count of successes over the same n."""
-    sizes = {run.n_tasks for run in runs}
-    if len(sizes) != 1 or (n := sizes.pop()) < 1:
-        return None
-    successes = 0
-    for run in runs:
-        if run.value is None or not 0.0 <= run.value <= 1.0:
-            return None
-        count = round(run.value * n)
-        if abs(run.value * n - count) > 1e-9:
-            return None
-        successes += count
-    return n, successes
-
-
 def _family_objective(metric_name: str, min_effect: float, sides: list[list]) -> FamilyObjective:
     """The A/A model of one objective from the baseline's runs and each challenger's
     (``sides``): a task lattice at the pooled success rate, else normal at the pooled
     sd of the sides' runs made unbiased (min_effect 0, an upper bound, when a side's
     runs are withheld and no spread is known)."""
     runs = [run for side in sides for run in side]
-    lattice = _lattice(runs) if metric_name == "task_success" else None
+    lattice = lattice_counts(runs) if metric_name == "task_success" else None
     if lattice is not None:
         n, successes = lattice
         return FamilyObjective(

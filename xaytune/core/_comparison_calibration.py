@@ -41,7 +41,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from xaytune.core._comparison_records import ComparisonSpec
+from xaytune.core._comparison_records import ComparisonSpec, RunValue
 from xaytune.core._comparison_report import (
     AA_METHOD,
     Calibration,
@@ -59,6 +59,7 @@ __all__ = [
     "LATTICE_STATES",
     "calibrate",
     "lattice_aa_rate",
+    "lattice_counts",
     "measured_aa_rates",
     "relation_aa_rates",
     "t_aa_rate",
@@ -234,12 +235,9 @@ def measured_aa_rates(
     return rates, float(named.any(axis=1).mean())
 
 
-def _lattice(metric: MetricComparison) -> tuple[int, float] | None:
-    """(n tasks, pooled success rate) when every run of both sides is a count of
-    successes over the same n tasks; None otherwise (or for another metric)."""
-    if metric.metric != _TASK_SUCCESS:
-        return None
-    runs = [run for summary in (metric.a, metric.b) for run in summary.runs]
+def lattice_counts(runs: Sequence[RunValue]) -> tuple[int, int] | None:
+    """(n tasks, successes in all) when every run's value is a count of successes over
+    the same n tasks (a task_success lattice); None otherwise."""
     sizes = {run.n_tasks for run in runs}
     if len(sizes) != 1 or (n := sizes.pop()) < 1:
         return None
@@ -251,6 +249,19 @@ def _lattice(metric: MetricComparison) -> tuple[int, float] | None:
         if abs(run.value * n - count) > 1e-9:
             return None
         successes += count
+    return n, successes
+
+
+def _lattice(metric: MetricComparison) -> tuple[int, float] | None:
+    """(n tasks, pooled success rate) when every run of both sides is a count of
+    successes over the same n tasks; None otherwise (or for another metric)."""
+    if metric.metric != _TASK_SUCCESS:
+        return None
+    runs = [run for summary in (metric.a, metric.b) for run in summary.runs]
+    counts = lattice_counts(runs)
+    if counts is None:
+        return None
+    n, successes = counts
     return n, successes / (n * len(runs))
 
 

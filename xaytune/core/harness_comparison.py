@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from xaytune.core import _comparison_stats as stats
-from xaytune.core._comparison_calibration import calibrate
+from xaytune.core._comparison_calibration import calibrate, lattice_counts
 from xaytune.core._comparison_conditions import (
     check_conditions,
     check_pairing,
@@ -157,6 +157,7 @@ __all__ = [
     "expected_seeds",
     "family_aa_rate",
     "independent_family_rate",
+    "lattice_counts",
     "sequential_decision",
     "summarize",
     "task_paired_decision",
