@@ -2,9 +2,10 @@
 docs/viewer-task.png.
 
 Runs the quickstart into a temporary directory, writes the viewer's site for it, and
-renders the report page, the viewer's "regressions" page and one regressed task's
-page in headless Chromium (``bash scripts/setup-browser.sh`` installs it). The PNGs
-are reduced to a 128-colour palette to keep the repository small.
+renders the report page, the viewer's entry page (the comparison, the tasks behind
+each verdict) and one regressed task's page in headless Chromium
+(``bash scripts/setup-browser.sh`` installs it). The PNGs are reduced to a 128-colour
+palette to keep the repository small.
 
 Usage (from the repository root, in the project's environment):
 
@@ -66,7 +67,7 @@ def main() -> None:
         site = work / "site"
         _run("xaytune.view", str(run), "--out", str(site), cwd=work)
         _shot(run / "comparison" / "report.html", DOCS / "report.png", 1280, 1500, work)
-        _shot(site / "regressions.html", DOCS / "viewer.png", 1280, 900, work)
+        _shot(site / "index.html", DOCS / "viewer.png", 1280, 900, work)
         from html.parser import HTMLParser
 
         class FirstTask(HTMLParser):

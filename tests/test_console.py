@@ -11,7 +11,7 @@ import pytest
 from xaytune.console import COMMANDS, main
 from xaytune.suites import builtin_suite_path
 
-# The entry points the README documents as ``python -m`` modules.
+# The entry points docs/reference/commands.md documents (each also a ``python -m`` module).
 EXPECTED = {"run", "verify", "view", "compare", "share", "sign", "suites"}
 
 

@@ -49,7 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     except XaytuneError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    terminal_table(report.released())
+    import json
+
+    from xaytune.app.attempt_errors import ERRORS_FILE
+
+    # The errors at this comparison's bound: a challenger over it shows no verdict.
+    errors = json.loads((directory / ERRORS_FILE).read_bytes())
+    terminal_table(report.released(), errors=errors)
     print(f"comparison written to {directory} (recorded in {tree / 'manifest.json'})")
     print(f"report: {directory / 'report.md'}")
     return 0

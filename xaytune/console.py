@@ -31,7 +31,7 @@ class Command:
 COMMANDS: dict[str, Command] = {
     "run": Command("xaytune.app.cli", "run an experiment (e.g. +experiment=quickstart)"),
     "verify": Command("xaytune.verify", "re-verify an output tree from its files alone"),
-    "view": Command("xaytune.view", "look at a run task by task (a static site, or --serve)"),
+    "view": Command("xaytune.view", "look at a run task by task (--serve: live, as it runs)"),
     "compare": Command("xaytune.compare", "compare a finished run again under other settings"),
     "share": Command("xaytune.share", "copy the shareable part of a tree (no references)"),
     "sign": Command("xaytune.sign", "sign a tree (ed25519), or generate a key"),

@@ -101,6 +101,36 @@ def test_a_manifest_claim_the_replicates_contradict_is_refused(
     assert found and all("claim-mismatch" in line for line in found), found
 
 
+def test_an_edited_versions_claim_is_refused(quickstart_copy: Path, verify) -> None:
+    """The manifest's `versions` are the ones the run's intent recorded before anything
+    ran (and every attempt carries the intent's digest): an edit is named."""
+    path = quickstart_copy / "manifest.json"
+    manifest = json.loads(path.read_text())
+    recorded = manifest["versions"]["xaytune"]
+    manifest["versions"]["xaytune"] = "9.9.9"
+    path.write_bytes(canonical_bytes(manifest) + b"\n")
+    found = problems(verify, quickstart_copy)
+    assert found == [
+        f'{path}: claim-mismatch: versions (xaytune: "{recorded}" -> "9.9.9") are not '
+        f"the ones {quickstart_copy / 'intent.json'} records"
+    ], found
+
+
+def test_a_resume_under_other_versions_is_refused_naming_them(quickstart_copy: Path) -> None:
+    """A tree is made by one set of versions: resuming it under another is refused, and
+    the message names which (here the intent is the recorded one with python changed, as
+    an upgrade of the interpreter would make it)."""
+    from xaytune.app.intent import write_intent
+    from xaytune.core.errors import ConfigError
+
+    recorded = json.loads((quickstart_copy / "intent.json").read_text())
+    now = {**recorded, "versions": {**recorded["versions"], "python": "3.99.0"}}
+    with pytest.raises(ConfigError) as refused:
+        write_intent(quickstart_copy, now, resume=True)
+    assert refused.value.reason == "resume-mismatch"
+    assert f'versions.python: "{recorded["versions"]["python"]}" -> "3.99.0"' in str(refused.value)
+
+
 @pytest.mark.parametrize("name", ["notes.txt", "candidates/.candidate.json.4242.tmp", ".hydra/x"])
 def test_a_file_no_manifest_accounts_for_is_named(quickstart_copy: Path, verify, name: str):
     (quickstart_copy / name).write_text("left behind\n")

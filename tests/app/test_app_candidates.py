@@ -42,7 +42,7 @@ def test_each_challenger_gets_its_comparison_and_the_summary_says_it_all(three, 
     tree, result = three
     top = tree / "comparison"
     assert sorted(p.name for p in top.iterdir()) == [
-        "b", "c", "report.html", "summary.json", "summary.md",
+        "b", "c", "errors.json", "report.html", "summary.json", "summary.md",
     ]  # fmt: skip
     summary = json.loads((top / "summary.json").read_bytes())
     assert summary["baseline"] == {"label": "a", "name": "calculator"}

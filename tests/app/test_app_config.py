@@ -232,3 +232,18 @@ def test_a_bad_key_is_named_as_the_user_wrote_it_whatever_the_labels():
     with pytest.raises(ConfigError) as caught:
         validate_config(plain)
     assert str(caught.value).startswith("bad-config: model.latency_s: ")
+
+
+def test_a_refused_resume_names_the_keys_that_changed() -> None:
+    """Dotted paths with old -> new, long values clipped, absent keys said, at most three
+    and a count of the rest (computed by hand from the two dicts)."""
+    from xaytune.app.manifest import config_changes
+
+    before = {"sampling": {"count": 20}, "model": {"name": "a", "x": 1}, "tag": "t"}
+    now = {"sampling": {"count": 10}, "model": {"name": "a", "x": 1}, "tag": "t"}
+    assert config_changes(before, now) == "sampling.count: 20 -> 10"
+    assert config_changes({"a": 1}, {"b": 1}) == "a: 1 -> (absent), b: (absent) -> 1"
+    long = {"p": "x" * 100}
+    assert config_changes({"p": "y"}, long) == f'p: "y" -> "{"x" * 36}...'
+    many = config_changes({k: 0 for k in "abcde"}, {k: 1 for k in "abcde"})
+    assert many == "a: 0 -> 1, b: 0 -> 1, c: 0 -> 1, and 2 more"

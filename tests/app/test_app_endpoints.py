@@ -255,22 +255,25 @@ def test_cache_key_covers_the_endpoint_and_keeps_the_simulators_key() -> None:
 def test_mid_run_401_stops_with_the_resume_command_and_stores_nothing(
     tmp_path: Path, xaytune, output_dir, verify, endpoints
 ) -> None:
-    """The key is revoked after the preflight: every attempt is refused (model-auth), the
-    run stops with one error line and the resume command, exit 2; nothing reaches the
-    cache. Once fixed, the printed command finishes the tree."""
+    """The key is revoked after the preflight: the first attempt is refused (model-auth),
+    the run starts no further task (each would be refused alike) and stops with one error
+    line and the resume command, exit 2; nothing reaches the cache. Once fixed, the
+    printed command finishes the tree, the tasks never started included."""
     cache_dir = tmp_path / "cache"
     endpoint = _start(endpoints, "401-after-preflight")
-    stopped = xaytune(tmp_path, *_overrides(endpoint.url, cache_dir))
+    # One task at a time, so the tasks after the refusal are visibly never started.
+    stopped = xaytune(tmp_path, *_overrides(endpoint.url, cache_dir), "concurrency=1")
     assert stopped.returncode == 2, stopped.describe()
     error, hint = stopped.stderr.strip().splitlines()
     assert error.startswith(f"error: model-auth: model 'm' at {endpoint.url}")
-    assert "4 of 4 tasks" in error and "Traceback" not in stopped.stderr
+    assert "1 of 4 tasks" in error and "3 not started" in error
+    assert "Traceback" not in stopped.stderr
     assert hint.startswith("resume with: python -m xaytune ")
-    # The first replicate's 4 tasks, each refused once (model-auth is not retried).
-    assert endpoint.chats == 1 + 4 and _entries(cache_dir) == []
+    # The preflight, then one refused call: model-auth ends the run (no further task).
+    assert endpoint.chats == 1 + 1 and _entries(cache_dir) == []
     tree = output_dir(tmp_path, "quickstart")
     sealed = sorted(tree.rglob("001.jsonl"))
-    assert len(sealed) == 4
+    assert len(sealed) == 1 and not list(tree.rglob("002.jsonl"))
     assert all(b'"status":"partial"' in path.read_bytes().splitlines()[-1] for path in sealed)
 
     endpoint.mode = "ok"

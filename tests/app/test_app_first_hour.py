@@ -449,7 +449,9 @@ def test_a_tree_held_by_a_live_writer_is_busy_and_a_dead_writers_is_not(tmp_path
     assert busy.value.reason == "tree-busy"
 
 
-@pytest.mark.parametrize("name", ["verify", "view"])
+# The viewer opens a tree being written, marked so, without its lock (issue 32):
+# tests/report/test_viewer_runs.py::test_a_live_writer_is_named_and_its_lock_never_taken.
+@pytest.mark.parametrize("name", ["verify"])
 def test_verify_and_view_refuse_a_tree_being_written_in_one_line(tmp_path, capsys, name):
     import importlib
     import os

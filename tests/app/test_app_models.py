@@ -48,6 +48,16 @@ def test_each_model_is_a_run_and_the_summary_reads_their_verdicts(models_run, ve
         assert row["favors_challenger"] == verdicts.count("favors-b")
         assert row["favors_baseline"] == verdicts.count("favors-a")
     assert "Across 3 models: challengers against calculator" in result.stdout
+    # Each model's page names its model: the label, then what sets it apart (0.08 is
+    # the simulator's default, so "usual" is the plain simulator).
+    titles = {
+        "careful": "careful: simulated (mental_error_base 0.04)",
+        "sloppy": "sloppy: simulated (mental_error_base 0.16)",
+        "usual": "usual: simulated",
+    }
+    for model, title in titles.items():
+        page = (tree / "models" / model / "comparison" / "report.html").read_text()
+        assert f'<p class="model" id="model">Model: <strong>{title}</strong></p>' in page
     assert verify(tree).returncode == 0
 
 

@@ -120,6 +120,7 @@ def test_interrupt_then_resume(tmp_path, cli_env, xaytune, verify, output_dir, i
     )
     assert refused.returncode == 2, refused.describe()
     assert "resume-mismatch" in refused.stderr
+    assert "(sampling.count: 4 -> 5)" in refused.stderr  # names what to put back
     assert len(refused.stderr.strip().splitlines()) == 1
     assert _attempts_by_task(out) == after  # nothing was run into it
     # .hydra/ still records the run that made the tree (a refused resume would

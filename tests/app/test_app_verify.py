@@ -309,7 +309,13 @@ def test_a_replicate_without_evidence_is_refused_even_recompared(quickstart_copy
         for evaluation in record["evaluations"]:
             evaluation["seed"] = 104
         (seed_dir / "replicate.restricted.json").write_text(json.dumps(record))
-    _recompare(quickstart_copy)
+    # The app's writer refuses it already: a comparison's errors record is read from
+    # the evidence each record names (xaytune.app.attempt_errors), and it has none.
+    from xaytune.core.errors import EvidenceError
+
+    with pytest.raises(EvidenceError) as refused:
+        _recompare(quickstart_copy)
+    assert refused.value.reason == "subject-missing"
     _redigest(quickstart_copy)
     _refused(verify, quickstart_copy, "unlisted-replicate", "seed-104")
 

@@ -102,6 +102,7 @@ def test_the_bundle_holds_only_released_files(quickstart, quickstart_bundle: Pat
         "looks.json",  # the looks at the tree: what its released reports say (xaytune.app.looks)
         "looks.md",
         "comparison/report.json",
+        "comparison/errors.json",  # counts and causes: no answer, no reference
         "comparison/report.md",
         "comparison/report.html",
         "comparison/paired_differences.png",
@@ -432,6 +433,22 @@ def test_out_inside_the_run_or_not_empty_is_refused(quickstart_copy, tmp_path) -
     code, _, err = _run(share_main, quickstart_copy, "--out", empty)
     assert code == 0, err
     assert (empty / "bundle.json").is_file()
+
+
+def test_missing_parents_of_out_are_made_and_a_file_in_the_way_is_refused(
+    quickstart_copy, tmp_path
+) -> None:
+    """`share --out shared/quickstart` pasted into a fresh folder works (mkdir -p); a
+    parent that is a file is refused in one line and nothing is written beside it."""
+    nested = tmp_path / "shared" / "deeper" / "quickstart"
+    code, _, err = _run(share_main, quickstart_copy, "--out", nested)
+    assert code == 0, err
+    assert (nested / "bundle.json").is_file()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("mine")
+    code, _, err = _run(share_main, quickstart_copy, "--out", blocker / "out")
+    assert code == 2 and err.startswith("error: out-parent-missing:"), err
+    assert "\n" not in err.strip() and blocker.read_text() == "mine"
 
 
 def test_a_bundle_checks_on_its_own_and_can_be_signed(quickstart_bundle, tmp_path) -> None:

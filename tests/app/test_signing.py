@@ -253,6 +253,20 @@ def test_generated_keys_are_ed25519_and_the_private_one_is_0600(keys) -> None:
     assert code == 2 and "bad-key" in err
 
 
+def test_a_key_in_a_missing_directory_is_made_there_owner_only(tmp_path) -> None:
+    """`sign --generate-key keys/xaytune` pasted into a fresh folder: the directory is
+    made (0700: it holds a private key) and the pair written; a file in the way is
+    refused as bad-key in one line."""
+    code, _, err = _run(sign_main, "--generate-key", tmp_path / "keys" / "xaytune")
+    assert code == 0, err
+    assert stat.S_IMODE((tmp_path / "keys").stat().st_mode) == 0o700
+    assert (tmp_path / "keys" / "xaytune.pub").is_file()
+    (tmp_path / "file").write_text("mine")
+    code, _, err = _run(sign_main, "--generate-key", tmp_path / "file" / "k")
+    assert code == 2 and err.startswith("error: bad-key:"), err
+    assert err.count("\n") == 1
+
+
 def test_signing_refuses_a_link_a_writer_and_an_unfinished_run(quickstart_copy, keys) -> None:
     link = quickstart_copy / "link"
     link.symlink_to(quickstart_copy / "manifest.json")

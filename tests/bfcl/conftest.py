@@ -56,3 +56,18 @@ def simple_python(suite_cache: Path) -> SuiteSource:
     from xaytune.suites import builtin_suite_path
 
     return SuiteSource(builtin_suite_path("bfcl-simple-python"))
+
+
+@pytest.fixture(scope="session")
+def bfcl_source(suite_cache: Path):
+    """A BFCL suite by name (``bfcl-multiple``), built once per session."""
+    from xaytune.suites import builtin_suite_path
+
+    built: dict[str, SuiteSource] = {}
+
+    def source(name: str) -> SuiteSource:
+        if name not in built:
+            built[name] = SuiteSource(builtin_suite_path(name))
+        return built[name]
+
+    return source

@@ -109,11 +109,26 @@ class _SpecLike:
 
 def test_a_card_number_beyond_2_53_survives_the_suite(multi_turn: SuiteSource):
     task = multi_turn.suite.task("multi_turn_base_116")
-    config = task.environment.params["initial_config"]["TradingBot"]["account_info"]
-    assert config["binding_card"] == {"bfcl-int": "9876543210123456"}
+    config = task.environment.params["initial_config"]
+    assert '"binding_card": 9876543210123456' in config  # the JSON text, as BFCL's file
     environment = BfclMultiTurnEnvironment(**task.environment.params)
     account = environment._instances["TradingBot"].account_info
     assert account["binding_card"] == 9876543210123456
+
+
+def test_a_scenario_keeps_bfcls_key_order(multi_turn: SuiteSource):
+    # multi_turn_base_5's file system has two top-level directories, "data" first: BFCL
+    # roots the file system at the first one (canonical JSON would sort "archive" first).
+    task = multi_turn.suite.task("multi_turn_base_5")
+    environment = BfclMultiTurnEnvironment(**task.environment.params)
+    file_system = environment._instances["GorillaFileSystem"]
+    assert file_system.root.name == "data"
+    assert (
+        environment.execute("cd", (), {"folder": "project"})
+        == '{"current_working_directory": "project"}'
+    )
+    listed = json.loads(environment.execute("ls"))["current_directory_content"]
+    assert listed == ["analysis_report.csv", "archive", "archive_summary.txt"]
 
 
 def test_two_environments_of_one_task_share_no_state(multi_turn: SuiteSource):

@@ -98,3 +98,35 @@ def test_it_is_the_built_in_model_adapter_scripted(tmp_path: Path):
     with pytest.raises(PluginError) as caught:
         build_target_model(TargetModelConfig.model_validate({"_target_": "scripted"}), seed=1)
     assert caught.value.reason == "bad-part"
+
+
+def test_a_script_per_seed_varies_the_replicates(tmp_path: Path):
+    """by_seed (inline) and a path naming {seed} (a file per seed) play the replicate's
+    own script: the run passes each replicate's seed, so replicates can differ (a script
+    alone makes them identical, se = 0). A seed without a script is refused when built."""
+    by_seed = {"101": ["ANSWER: 4"], "102": ["ANSWER: 5"]}
+    built = {
+        seed: build_target_model(
+            TargetModelConfig.model_validate({"_target_": "scripted", "by_seed": by_seed}),
+            seed=seed,
+        )
+        for seed in (101, 102)
+    }
+    assert _ask(built[101], Message("user", "2+2?")).text == "ANSWER: 4"
+    assert _ask(built[102], Message("user", "2+2?")).text == "ANSWER: 5"
+    assert built[101].identity.revision == ScriptedModel(script=["ANSWER: 4"]).identity.revision
+    with pytest.raises(PluginError) as caught:
+        build_target_model(
+            TargetModelConfig.model_validate({"_target_": "scripted", "by_seed": by_seed}),
+            seed=7,
+        )
+    assert caught.value.reason == "bad-part" and "no script for seed 7" in str(caught.value)
+    for seed, answer in ((1, "ANSWER: 1"), (2, "ANSWER: 2")):
+        (tmp_path / f"seed-{seed}.json").write_text(json.dumps([answer]))
+    template = str(tmp_path / "seed-{seed}.json")
+    model = build_target_model(
+        TargetModelConfig.model_validate({"_target_": "scripted", "path": template}), seed=2
+    )
+    assert _ask(model, Message("user", "q")).text == "ANSWER: 2"
+    with pytest.raises(ValueError, match="exactly one"):
+        ScriptedModel(script=["a"], by_seed=by_seed, seed=101)

@@ -1,11 +1,12 @@
-"""The README's suite how-tos ("Writing your own": a suite, From a CSV, From a Hugging
-Face dataset file; "Agent benchmarks": a task with an environment) run as written.
+"""The suite how-tos of docs/guides/own-data.md ("Your tasks as a suite": a suite, From a
+CSV, From a Hugging Face dataset file; "Agent tasks": a task with an environment) run as
+written.
 
-The section's fenced blocks up to "**A candidate**" are the how-tos: ``jsonl`` and
+The first section's fenced blocks are the how-tos: ``jsonl`` and
 ``csv`` blocks with a ``title`` are files, written at their titles; ``sh`` blocks are
 commands, run in order from one empty directory (``python`` is this interpreter; a
 backslash continues a line). The Parquet file the third how-to starts from is a
-dataset's download, not part of the README: the test writes one with the columns the
+dataset's download, not part of the page: the test writes one with the columns the
 command names (and a list column the command leaves out).
 """
 
@@ -28,10 +29,13 @@ _FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _TITLED = re.compile(r'(jsonl|csv) title="([^"]+)"')
 
 
+PAGE = REPO_ROOT / "docs" / "guides" / "own-data.md"
+
+
 def _howtos() -> str:
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("## Writing your own")
-    return text[start : text.index("**A candidate**", start)]
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index("## Your tasks as a suite")
+    return text[start : text.index("\n## ", start + 1)]
 
 
 def _commands(block: str) -> list[list[str]]:
@@ -113,9 +117,9 @@ def test_the_suite_howtos_run_as_written(tmp_path: Path):
 
 
 def _environment_howto() -> str:
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("## Agent benchmarks: multi-turn tasks, environments, BFCL")
-    return text[start : text.index("### BFCL, offline", start)]
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index("## Agent tasks: turns, tools, environments")
+    return text[start : text.index("\n## ", start + 1)]
 
 
 def test_the_environment_howto_builds_a_suite_that_pins_the_environment(tmp_path: Path):

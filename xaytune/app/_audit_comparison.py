@@ -5,13 +5,18 @@ A run's ``comparison/`` is computed from the replicate records on disk
 records must give the same bytes. So a report edited together with the manifest's
 digest of it is still refused: ``report.restricted.json`` and ``report.json`` are
 recomputed, and ``report.md`` and ``report.html`` rendered again (with the plots on
-disk, whose pixels are not recomputed).
+disk, whose pixels are not recomputed). The errors record (``errors.json``: each
+side's model errors, timeouts and crashes, and which challengers are not compared,
+:mod:`xaytune.app.attempt_errors`) is recomputed from the evidence of the replicates
+the records name, and every report is rendered again from it: a published verdict
+the errors withhold is a ``report-mismatch``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from xaytune.app.attempt_errors import ERRORS_FILE, comparison_errors, errors_bytes
 from xaytune.app.config import ExperimentConfig
 from xaytune.app.gather import (
     COMPARISON_DIR,
@@ -22,7 +27,7 @@ from xaytune.app.gather import (
     summary_of,
 )
 from xaytune.app.looks import looks_before, read_looks
-from xaytune.app.reports import PLOT_NAMES, rendered_reports
+from xaytune.app.reports import PLOT_NAMES, page_model, rendered_reports
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
 
@@ -69,34 +74,47 @@ def comparison_problems(
     except RECOMPUTE_ERRORS as error:
         where = base / COMPARISON_DIR if directory is None else directory
         return [(where, cannot_recompute("report-mismatch", "the comparison", error))]
+    # The errors record (which challengers are not compared) is recomputed from the
+    # evidence; every report is rendered again from it.
+    where = base / COMPARISON_DIR if directory is None else directory
+    try:
+        recorded = comparison_errors(base, cfg, records=records)
+    except RECOMPUTE_ERRORS as error:
+        return [(where, cannot_recompute("report-mismatch", "the errors record", error))]
+    errors = recorded.data()
+    problems: list[tuple[Path, str]] = []
+    if not (where / ERRORS_FILE).is_file():
+        problems.append((where / ERRORS_FILE, "report-missing: the run's errors record"))
+    problems += _differing(where, {ERRORS_FILE: errors_bytes(recorded)}, "what the evidence gives")
     try:
         looks = read_looks(base)
     except XaytuneError:
         looks = []  # named by the looks check (looks-broken)
     if directory is not None:
         before = looks_before(looks, directory.name)
-        return _one(base, cfg, source, cfg.challengers[0], directory, candidates, before)[0]
+        challenger = cfg.challengers[0]
+        found, _ = _one(base, cfg, source, challenger, directory, candidates, before, errors)
+        return [*problems, *found]
     before = looks_before(looks, COMPARISON_DIR)
-    problems: list[tuple[Path, str]] = []
     written = []
     for label, path in comparison_dirs(base, cfg).items():
-        found, report = _one(base, cfg, source, label, path, candidates, before)
+        found, report = _one(base, cfg, source, label, path, candidates, before, errors)
         problems += found
         if report is not None:
             written.append((label, report, path))
     if len(written) > 1 and len(written) == len(cfg.challengers):
         top = base / COMPARISON_DIR
         try:
-            expected = summary_of(cfg, written)
+            expected = summary_of(cfg, written, errors=errors, root=base)
         except RECOMPUTE_ERRORS as error:
             return [*problems, (top, cannot_recompute("report-mismatch", "the summary", error))]
         problems += _differing(top, expected, "the summary its comparisons give")
     return problems
 
 
-def _one(base, cfg, source, label, directory, candidates, looks):
+def _one(base, cfg, source, label, directory, candidates, looks, errors):
     """The problems of one challenger's comparison directory, and its report (with the
-    ``looks`` recorded before the look that wrote it)."""
+    ``looks`` recorded before the look that wrote it, and the run's ``errors`` data)."""
     if not directory.is_dir():
         return [(directory, "report-missing: no comparison of challenger " + label)], None
     try:
@@ -107,7 +125,9 @@ def _one(base, cfg, source, label, directory, candidates, looks):
             for name in PLOT_NAMES
             if (directory / name).is_file()
         }
-        expected = {**comparison_files(report), **rendered_reports(released, images)}
+        model = page_model(cfg, base)
+        rendered = rendered_reports(released, images, model=model, errors=errors)
+        expected = {**comparison_files(report), **rendered}
     except RECOMPUTE_ERRORS as error:
         return [(directory, cannot_recompute("report-mismatch", "the comparison", error))], None
     return _differing(directory, expected, "the comparison its replicates give"), report

@@ -4,6 +4,15 @@ The outcome evaluator is deterministic and offline: run again on the published
 subject it gives the same result, the same report files and the same per-task
 observations the replicate record keeps. A judge may call a model, so its
 evaluation is not recomputed (its subject is checked by the caller).
+
+The scorer contract: a scorer is a deterministic function of the answer and the
+reference, so recomputing it is how the audit checks a recorded score. A scorer that
+runs model-written code (``execution``) runs it again here, in the same sandbox as the
+run (the scorer is the only caller of the sandbox: nothing here executes an answer);
+a recorded pass the code cannot repeat is exactly what the audit must catch. When a
+task's score or scorer reason differs, the audit names that task, the scorer and both
+verdicts in one line per task, instead of one line per file and record the difference
+then changes (those follow from it and are not repeated).
 """
 
 from __future__ import annotations
@@ -58,6 +67,7 @@ def evaluation_problems(
     try:
         stored = {e["evaluator_fingerprint"]: e for e in record["evaluations"]}
         recomputed = []
+        named_by_task = False
         for label in sorted(cfg.evaluators):
             if cfg.evaluators[label].name not in _RECOMPUTED:
                 continue
@@ -76,6 +86,12 @@ def evaluation_problems(
                 verified=evidence,
             )
             recomputed.append(evaluation)
+            restricted = evaluation.restricted_path
+            differing = _task_differences(label, restricted, files[restricted])
+            if differing:  # the cause, by task; the files and record follow from it
+                problems += [(restricted, line) for line in differing]
+                named_by_task = True
+                continue
             for path, data in files.items():
                 if _read(path) != data:
                     problems.append((path, "evaluation-mismatch: not what the evidence gives"))
@@ -85,6 +101,8 @@ def evaluation_problems(
                     (record_path, f"evaluation-mismatch: evaluation {label} is not the evidence's")
                 )
         for key, observations in observed_tasks(cfg, recomputed).items():
+            if named_by_task:
+                break  # the observations follow from the tasks named above
             if record["task_observations"].get(key) != _json(observations):
                 problems.append(
                     (
@@ -97,6 +115,40 @@ def evaluation_problems(
             (record_path, cannot_recompute("evaluation-mismatch", "the evaluations", error))
         )
     return problems
+
+
+def _task_differences(label: str, path: Path, recomputed: bytes) -> list[str]:
+    """One line per task whose task_success or scorer reason in the restricted report
+    recorded at ``path`` is not the one in its ``recomputed`` bytes; [] when either
+    cannot be read as a report (the file comparison then says so)."""
+    try:
+        recorded = json.loads(path.read_bytes())
+        scorer = recorded["evaluation"]["config"]["spec"]["scorer"]["name"]
+        before, after = _verdicts(recorded), _verdicts(json.loads(recomputed))
+    except (OSError, ValueError, KeyError, TypeError, StopIteration):
+        return []
+    return [
+        f"evaluation-mismatch: evaluation {label}: scorer {scorer!r} on task {task_id!r}: "
+        f"recorded {before.get(task_id, 'nothing')}, recomputed {verdict} (a scorer must "
+        "be deterministic: the same answer and reference, the same verdict)"
+        for task_id, verdict in after.items()
+        if before.get(task_id) != verdict
+    ]
+
+
+def _verdicts(report: dict[str, Any]) -> dict[str, str]:
+    """task id -> ``task_success <value> (<scorer reason>)`` (or its absence) in one
+    restricted report as written."""
+    success = next(c for c in report["task_columns"] if c["metric"] == "task_success")
+    reasons = {item["task_id"]: item["reason"] for item in report.get("scorer_reasons", ())}
+    verdicts = {}
+    for task_id, value, absence in zip(
+        report["task_ids"], success["values"], success["absences"], strict=True
+    ):
+        shown = f"task_success {value}" if absence is None else f"absent ({absence})"
+        reason = reasons.get(task_id)
+        verdicts[task_id] = shown if reason is None else f"{shown} ({reason})"
+    return verdicts
 
 
 def _scorer_change(directory: Path) -> str | None:

@@ -72,6 +72,7 @@ class ManifestView(BaseModel):
     parts: dict[str, Any] = {}
     durability: str | None = None
     timing_environment: str | None = None
+    versions: dict[str, str] | None = None
 
     def harness_of(self, name: str) -> str | None:
         """The harness fingerprint of the candidate called ``name``, if any."""

@@ -42,7 +42,7 @@ from xaytune.app._tree import LOCK_FILE, TreeFiles, tree_writer, walk_tree
 from xaytune.app.cache import REUSE_FILE
 from xaytune.app.config import ComparisonConfig, ExperimentConfig, validate_config
 from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
-from xaytune.app.intent import INTENT_FILE, previous_intents, read_intent
+from xaytune.app.intent import INTENT_FILE, config_changes, previous_intents, read_intent
 from xaytune.app.looks import LOOKS_FILE, looks_problems
 from xaytune.app.manifest import MANIFEST, REPORT_FILES, what_is_run
 from xaytune.app.models_run import MODELS_DIR, models_problems
@@ -83,7 +83,7 @@ class _Audit:
     candidates: set[Path] = field(default_factory=set)
     # The intent of each run directory (None: missing or unreadable, named once).
     intents: dict[Path, tuple[dict[str, Any], str] | None] = field(default_factory=dict)
-    intent_pairs: set[tuple[Path, Path]] = field(default_factory=set)
+    intent_pairs: set[tuple[Path | str, ...]] = field(default_factory=set)
     # Not problems: what the tree records is intact, but the code here differs.
     warnings: list[str] = field(default_factory=list)
     # What the one walk of the tree found (set before any check reads it).
@@ -406,6 +406,16 @@ def _check_intent(
             audit.problem(
                 manifest_path,
                 f"intent-mismatch: the manifest's config is not the one {where} records",
+            )
+    recorded = intent.get("versions")  # trees older than the versions claim carry none
+    if recorded is not None and manifest.versions != recorded:
+        key = (manifest_path, where, "versions")
+        if key not in audit.intent_pairs:
+            audit.intent_pairs.add(key)
+            audit.problem(
+                manifest_path,
+                f"claim-mismatch: versions ({config_changes(recorded, manifest.versions)}) "
+                f"are not the ones {where} records",
             )
     label = directory.parent.name
     candidates = intent.get("candidates")

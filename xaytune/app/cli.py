@@ -212,8 +212,14 @@ def terminated() -> bool:
 
 def _on_sigterm(signum: int, frame: object) -> None:
     # Stop exactly as Ctrl-C does (in-flight attempts sealed partial, the resume hint),
-    # then exit 143: the asyncio runner turns SIGINT into a cancellation of the run.
+    # then exit 143: the asyncio runner turns SIGINT into a cancellation of the run, and
+    # the runner's watchdog stops code that holds the event loop (never awaits). Read
+    # from sys.modules: nothing is imported in a signal handler, and a run that is not
+    # under way has no watchdog to tell.
     _TERMINATED.append(True)
+    harness = sys.modules.get("xaytune.harness")
+    if harness is not None:
+        harness.request_stop()
     os.kill(os.getpid(), signal.SIGINT)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xaytune.app.config import AnthropicModelConfig, ModelConfig, OpenAICompatibleModelConfig
@@ -86,19 +87,22 @@ def endpoint_key(config: ModelConfig) -> dict[str, Any] | None:
     return {"base_url": config.base_url, "served": _SERVED.get(_config_key(config))}
 
 
-def model_error_counts(evidence: HarnessRunEvidence) -> dict[str, Any]:
-    """``tasks``, ``model_errors`` (tasks whose attested outcome is ``model-error``) and
-    ``error_causes`` (each outcome detail's first line, which starts with the reason
-    word, with its count, most frequent first) of a verified replicate: from every
-    attested outcome, so a resumed or reused replicate counts as one run whole would."""
-    causes: dict[str, int] = {}
-    for entry in evidence.entries:
-        attested = entry.attested
-        if attested is not None and attested.outcome.terminal == "model-error":
-            cause = (attested.outcome.detail or "model-error").splitlines()[0][:120]
-            causes[cause] = causes.get(cause, 0) + 1
+def model_error_counts(
+    evidence: HarnessRunEvidence, store_root: Path | None = None
+) -> dict[str, Any]:
+    """``tasks``, ``model_errors`` and ``error_causes`` (each model-error cause, the
+    outcome detail's first line, which starts with the reason word, with its task
+    count, most frequent first) of a verified replicate, as
+    :func:`xaytune.app.attempt_errors.replicate_errors` counts them: from every attested
+    outcome (and, given its ``store_root``, each unfinished task's last attempt), so a
+    resumed or reused replicate counts as one run whole would."""
+    from xaytune.app.attempt_errors import replicate_errors
+
+    counted = replicate_errors(evidence, store_root)
     return {
-        "tasks": len(evidence.entries),
-        "model_errors": sum(causes.values()),
-        "error_causes": tuple(sorted(causes.items(), key=lambda item: (-item[1], item[0]))),
+        "tasks": counted.tasks,
+        "model_errors": counted.model_errors,
+        "error_causes": tuple(
+            (group.cause, group.tasks) for group in counted.causes if group.kind == "model-error"
+        ),
     }

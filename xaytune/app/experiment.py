@@ -186,6 +186,10 @@ class ReplicateOutcome:
     tasks: int = 0
     model_errors: int = 0
     error_causes: tuple[tuple[str, int], ...] = ()
+    # Copied from the evidence cache (nothing ran here), and the input + output tokens
+    # every attempt of the evidence spent: what the progress line says of a reused one.
+    reused: bool = False
+    tokens: int = 0
 
 
 def run_replicate(
@@ -340,6 +344,12 @@ def run_replicate(
         attempts=sum(len(run.attempts) for run in runs),
         skipped=sum(run.skipped for run in runs) if cached is None else len(specs),
         **model_error_counts(evidence),
+        reused=cached is not None,
+        tokens=sum(
+            a.spend.input_tokens + a.spend.output_tokens
+            for entry in evidence.entries
+            for a in entry.attempts
+        ),
     )
 
 
@@ -394,10 +404,13 @@ def _refuse_unfinished(runs: list[TaskRun], harness: Harness, seed: int) -> None
     ]
     if refused:  # the endpoint refuses every call alike: a resume after it is fixed
         reason, cause = refused[0].split(": ", 1)
+        waiting = sum(run.not_started for run in runs)
+        stopped = f", {waiting} not started (the run stopped at the refusal)" if waiting else ""
         raise ExecutionError(
             reason,
             f"{cause}; {len(refused)} of {len(runs)} tasks of {harness.name} seed {seed} "
-            "were refused, their attempts are sealed partial, nothing attested is lost",
+            f"were refused{stopped}, their attempts are sealed partial, nothing attested "
+            "is lost",
         )
     unreachable = [
         run.last.error

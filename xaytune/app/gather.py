@@ -10,10 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from xaytune.app.attempt_errors import ERRORS_FILE, comparison_errors, errors_bytes
 from xaytune.app.config import ExperimentConfig
 from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
 from xaytune.app.looks import with_looks
-from xaytune.app.reports import PLOT_NAMES, write_reports
+from xaytune.app.reports import PLOT_NAMES, page_model, write_reports
 from xaytune.app.summary import summary_files
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SuiteSource
@@ -95,29 +96,42 @@ def write_comparison(
     ``looks``: the looks at the tree before this one (shown when there are any).
     Returns (challenger label, report, directory) per challenger."""
     candidates = gather_candidates(root)
+    # Which challengers are not compared, and every side's errors, from the evidence.
+    recorded = comparison_errors(root, cfg)
+    (root / COMPARISON_DIR).mkdir(parents=True, exist_ok=True)
+    atomic_write(root / COMPARISON_DIR / ERRORS_FILE, errors_bytes(recorded))
+    errors = recorded.data()
     written = []
     for label, directory in comparison_dirs(root, cfg).items():
         report = comparison_report(root, cfg, source, label, candidates=candidates, looks=looks)
         directory.mkdir(parents=True, exist_ok=True)
         for name, data in comparison_files(report).items():
             atomic_write(directory / name, data)
-        write_reports(directory, report.released())
+        write_reports(directory, report.released(), model=page_model(cfg, root), errors=errors)
         written.append((label, report, directory))
     if len(written) > 1:
-        for name, data in summary_of(cfg, written).items():
+        for name, data in summary_of(cfg, written, errors=errors, root=root).items():
             atomic_write(root / COMPARISON_DIR / name, data)
     return written
 
 
 def summary_of(
-    cfg: ExperimentConfig, written: list[tuple[str, ComparisonReport, Path]]
+    cfg: ExperimentConfig,
+    written: list[tuple[str, ComparisonReport, Path]],
+    *,
+    errors: dict[str, Any] | None = None,
+    root: Path | None = None,
 ) -> dict[str, bytes]:
-    """The summary files of several comparisons, with the plots each directory holds."""
+    """The summary files of several comparisons, with the plots each directory holds
+    (``errors``: the run's errors.json data; ``root``: the run, whose model the page
+    names)."""
     images = {
         label: {n: (d / n).read_bytes() for n in PLOT_NAMES if (d / n).is_file()}
         for label, _, d in written
     }
-    return summary_files(cfg.baseline, [(label, r.released()) for label, r, _ in written], images)
+    released = [(label, r.released()) for label, r, _ in written]
+    model = page_model(cfg, root)
+    return summary_files(cfg.baseline, released, images, model=model, errors=errors)
 
 
 def comparison_files(report: ComparisonReport) -> dict[str, bytes]:

@@ -19,6 +19,8 @@ one of those carry its digest, and verify accepts them for that intent's seeds o
 from __future__ import annotations
 
 import json
+import platform
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +34,11 @@ from xaytune.harness.evidence.store import atomic_write
 __all__ = [
     "INTENT_FILE",
     "INTENT_SCHEMA",
+    "config_changes",
     "intent_of",
     "previous_intents",
     "read_intent",
+    "runtime_versions",
     "write_intent",
 ]
 
@@ -55,7 +59,25 @@ def intent_of(
         },
         "seeds": list(cfg.job_seeds),
         "parts": experiment_parts(cfg),
+        # What the tree is made with: the manifest's claim is checked against this, and
+        # a resume under other versions is refused (a tree is made by one set of them).
+        "versions": runtime_versions(),
     }
+
+
+# The packages whose versions a tree records (its own, and what its numbers pass through).
+_PACKAGES = ("xaytune", "pydantic", "hydra-core", "omegaconf", "numpy", "scipy", "rfc8785")
+
+
+def runtime_versions() -> dict[str, str]:
+    """Python's and each recorded package's version in this process."""
+    versions = {"python": platform.python_version()}
+    for package in _PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not-installed"
+    return versions
 
 
 def _bytes(intent: dict[str, Any]) -> bytes:
@@ -92,8 +114,13 @@ def write_intent(out: Path, intent: dict[str, Any], *, resume: bool, extend: boo
             data = _bytes({**intent, "previous": chain})
             atomic_write(path, data)
         if recorded != data and not extend:
+            try:
+                before = {k: v for k, v in json.loads(recorded).items() if k != "previous"}
+                changed = f" ({config_changes(before, intent)})"
+            except (ValueError, AttributeError):
+                changed = ""
             raise ConfigError(
-                "resume-mismatch", f"{path}: the tree was started with another intent"
+                "resume-mismatch", f"{path}: the tree was started with another intent{changed}"
             )
     else:
         atomic_write(path, data)
@@ -128,3 +155,37 @@ def previous_intents(intent: dict[str, Any]) -> dict[str, dict[str, Any]]:
     if not isinstance(earlier, list):
         return {}
     return {sha256_digest(_bytes(item)): item for item in earlier if isinstance(item, dict)}
+
+
+def config_changes(before: Any, now: Any, *, limit: int = 3) -> str:
+    """The keys (dotted paths) whose values differ between two plain configs, each as
+    ``key: old -> new`` (values clipped), at most ``limit`` of them and a count of the
+    rest: what a refused resume names so the user knows what to put back."""
+    found: list[str] = []
+
+    def walk(path: str, old: Any, new: Any) -> None:
+        if isinstance(old, dict) and isinstance(new, dict):
+            for key in sorted(set(old) | set(new), key=str):
+                walk(
+                    f"{path}.{key}" if path else str(key),
+                    old.get(key, _ABSENT),
+                    new.get(key, _ABSENT),
+                )
+        elif old != new:
+            found.append(f"{path or '<root>'}: {_shown(old)} -> {_shown(new)}")
+
+    walk("", before, now)
+    if not found:
+        return "the same keys, values of another type"
+    more = f", and {len(found) - limit} more" if len(found) > limit else ""
+    return ", ".join(found[:limit]) + more
+
+
+_ABSENT = object()
+
+
+def _shown(value: Any) -> str:
+    if value is _ABSENT:
+        return "(absent)"
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else f"{text[:37]}..."

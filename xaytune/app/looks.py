@@ -21,7 +21,7 @@ its alpha over any number of looks, so it carries none.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -138,10 +138,14 @@ def append_look(
     directory: str,
     written: Sequence[tuple[str, ComparisonReport]],
     reason: str,
+    *,
+    withheld: Collection[str] = (),
 ) -> dict[str, Any]:
     """Record a look: ``written`` is (challenger label, report) per comparison just
     written into ``directory`` (relative to ``tree``); ``reason`` says why (run,
-    extension, resume, recompare). Returns the record."""
+    extension, resume, recompare); ``withheld``: the challengers not compared (their
+    model errors, xaytune.app.attempt_errors), recorded ``not-compared`` with no
+    verdict, as their reports show them. Returns the record."""
     looks = read_looks(tree)
     first = written[0][1]
     # What the released reports show, nothing more: a look is shareable as they are.
@@ -152,7 +156,9 @@ def append_look(
         "method": first.method,
         "seeds": sorted(first.seeds),
         "decisions": {
-            label: {
+            label: {"relation": "not-compared", "verdicts": {}}
+            if label in withheld
+            else {
                 "relation": report.relation,
                 "verdicts": {
                     o.metric: released.metrics[o.metric].verdict
@@ -212,10 +218,17 @@ def looks_table(looks: Sequence[dict[str, Any]]) -> str:
 LOOKS_REPORT = "looks.md"
 
 
-def record_look(tree: Path, directory: str, written: Sequence[tuple[str, ComparisonReport]]) -> str:
+def record_look(
+    tree: Path,
+    directory: str,
+    written: Sequence[tuple[str, ComparisonReport]],
+    *,
+    withheld: Collection[str] = (),
+) -> str:
     """Append the look of comparisons just written (the reason: ``run`` for the first,
-    ``extension`` when the seeds grew, ``again`` otherwise), rewrite ``looks.md``,
-    and return the optional-stopping warning, if any."""
+    ``extension`` when the seeds grew, ``again`` otherwise; ``withheld``: challengers
+    not compared), rewrite ``looks.md``, and return the optional-stopping warning, if
+    any."""
     looks = read_looks(tree)
     seeds = len(written[0][1].seeds)
     if not looks:
@@ -224,7 +237,7 @@ def record_look(tree: Path, directory: str, written: Sequence[tuple[str, Compari
         reason = "recompare"
     else:
         reason = "extension" if seeds > len(looks[-1].get("seeds") or []) else "again"
-    append_look(tree, directory, written, reason)
+    append_look(tree, directory, written, reason, withheld=withheld)
     looks = read_looks(tree)
     atomic_write(tree / LOOKS_REPORT, looks_table(looks).encode())
     return optional_stopping_warning(looks) or ""

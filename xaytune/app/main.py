@@ -2,7 +2,9 @@
 
 Composes the config, validates it as a whole, runs every candidate x seed (or the
 one seed of a multirun job), compares, writes the output tree and prints the table.
-Refusals print one line and exit 2; a CI gate (``comparison.fail_on``) exits 1;
+Refusals print one line and exit 2; a CI gate (``comparison.fail_on``) exits 1; a
+replicate whose model-error share exceeds ``comparison.max_model_error_share`` exits 2
+and its candidate is not compared (:mod:`xaytune.app.attempt_errors`);
 Ctrl-C seals in-flight attempts partial, prints how to resume and exits 130; a model
 that stays unreachable (``model-unavailable``) leaves its attempts partial, prints the
 same resume command and exits 2. ``--dry-run`` checks everything, prints the dollar
@@ -75,8 +77,11 @@ def _quiet_http_logs() -> None:
             logger.setLevel(logging.WARNING)
 
 
-def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare: bool) -> int:
-    """Run this job's replicates into ``out``; compare and report when ``compare``."""
+def run_job(
+    cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare: bool, prose: bool = True
+) -> int:
+    """Run this job's replicates into ``out``; compare and report when ``compare``
+    (with the calibration and power prose when ``prose``: once per run)."""
     from xaytune.app._tree import remove_stale_temporaries
     from xaytune.app.experiment import load_source, run_replicate
     from xaytune.app.intent import intent_of, previous_intents, read_intent, write_intent
@@ -87,6 +92,11 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
 
     _quiet_http_logs()
     source = load_source(cfg)
+    from xaytune.app.simulator_scope import simulator_scope
+
+    scope = simulator_scope(cfg, source)
+    if scope is not None and not cfg.resume:
+        print(f"warning: {scope}", file=sys.stderr)
     toolbox = experiment_toolbox(cfg)
     # A resumed sweep's job that had not started yet has no manifest: it starts afresh.
     resuming = cfg.resume is not None and (cfg.seed is None or (out / "manifest.json").exists())
@@ -123,48 +133,41 @@ def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare:
             with replicate_progress(
                 f"{harness.name} seed {seed}", total=_task_count(cfg, source), enabled=cfg.progress
             ) as progress:
-                ran.append(
-                    run_replicate(
-                        cfg,
-                        label=label,
-                        harness=harness,
-                        seed=seed,
-                        source=source,
-                        out=out,
-                        toolbox=toolbox,
-                        progress=progress,
-                        intent=intent,
-                    )
+                outcome = run_replicate(
+                    cfg,
+                    label=label,
+                    harness=harness,
+                    seed=seed,
+                    source=source,
+                    out=out,
+                    toolbox=toolbox,
+                    progress=progress,
+                    intent=intent,
                 )
+                if progress is not None and outcome.reused:  # no attempt ran to count
+                    progress.reused(
+                        tasks=outcome.tasks, errors=outcome.model_errors, tokens=outcome.tokens
+                    )
+                ran.append(outcome)
     if not compare:
         # A sweep job: its own manifest is complete once its replicates are (with their
         # reports' digests); the sweep root's is written when the sweep ends.
         write_manifest(out, cfg, plain, source, final=True)
         print(f"replicates written under {out}")
         return _model_error_gate(cfg, ran)
-    code = finish(out, cfg, plain, source)
-    return max(code, _model_error_gate(cfg, ran))
+    # finish gates on every replicate's errors (resumed and reused ones too).
+    return finish(out, cfg, plain, source, prose=prose)
 
 
 def _model_error_gate(cfg: ExperimentConfig, ran: list) -> int:
-    """Print each replicate's model-error count (0 included); 2 when a replicate's share
-    of tasks ending ``model-error`` exceeds ``comparison.max_model_error_share``, with
-    one ``error: model-errors:`` line per such replicate naming its causes, grouped."""
+    """A sweep job's gate, on the replicates it ran (its tree has no comparison, hence
+    no errors record): :func:`~xaytune.app.attempt_errors.model_error_gate`."""
+    from xaytune.app.attempt_errors import model_error_gate
+
     if not ran:
         return 0
-    counts = ", ".join(f"{r.candidate} seed {r.seed}: {r.model_errors}" for r in ran)
-    print(f"model errors (tasks ending model-error): {counts}")
-    bound = cfg.comparison.max_model_error_share
-    over = [r for r in ran if r.tasks and r.model_errors / r.tasks > bound]
-    for r in over:
-        causes = "; ".join(f"{count} x {cause}" for cause, count in r.error_causes)
-        print(
-            f"error: model-errors: {r.candidate} seed {r.seed}: {r.model_errors} of {r.tasks} "
-            f"tasks ended model-error (bound {bound:g}); its numbers measure the endpoint, "
-            f"not the harness: {causes}",
-            file=sys.stderr,
-        )
-    return 2 if over else 0
+    counts = [(r.candidate, r.seed, r.tasks, r.model_errors, tuple(r.error_causes)) for r in ran]
+    return model_error_gate(counts, cfg.comparison.max_model_error_share, withheld={})
 
 
 def _record_extended_config(out: Path, plain: dict[str, Any]) -> None:
@@ -218,35 +221,65 @@ def run_several_models(
         )
     source = load_source(cfg)
     write_manifest(out, cfg, plain, source, final=False)
-    code = run_models(cfg, subs, out, lambda c, p, o: run_job(c, p, o, compare=True))
+    printed = []  # the calibration and power prose is printed once per run
+
+    def job(sub_cfg: ExperimentConfig, sub_plain: dict[str, Any], sub_out: Path) -> int:
+        code = run_job(sub_cfg, sub_plain, sub_out, compare=True, prose=not printed)
+        printed.append(sub_out)
+        return code
+
+    code = run_models(cfg, subs, out, job)
     write_manifest(out, cfg, plain, source, final=True)
     return code
 
 
-def finish(out: Path, cfg: ExperimentConfig, plain: dict[str, Any], source) -> int:
-    """Compare, write reports and the final manifest, print the table; the gate code."""
+def finish(
+    out: Path, cfg: ExperimentConfig, plain: dict[str, Any], source, *, prose: bool = True
+) -> int:
+    """Compare, write reports and the final manifest, print the tables (the calibration
+    and power prose after the first only, when ``prose``); the gate code."""
+    import json
+
+    from xaytune.app.attempt_errors import ERRORS_FILE, recorded_gate
     from xaytune.app.gather import write_comparison
     from xaytune.app.looks import read_looks, record_look
     from xaytune.app.manifest import write_manifest
     from xaytune.app.reports import terminal_table
+    from xaytune.app.summary import print_summary
+    from xaytune.report import cause_lines
 
     written = write_comparison(out, cfg, source, looks=read_looks(out))
-    warning = record_look(out, "comparison", [(label, r) for label, r, _ in written])
+    errors = json.loads((out / "comparison" / ERRORS_FILE).read_bytes())  # just written
+    warning = record_look(
+        out,
+        "comparison",
+        [(label, r) for label, r, _ in written],
+        withheld=errors["not_compared"],
+    )
     write_manifest(out, cfg, plain, source, final=True)
-    for _, report, directory in written:
-        terminal_table(report.released())
+    for i, (_, report, directory) in enumerate(written):
+        terminal_table(report.released(), prose=prose and i == 0, errors=errors)
         print(f"report: {directory / 'report.md'} (html: {directory / 'report.html'})")
     if warning:
         print(f"warning: {warning} (looks: {out / 'looks.md'})", file=sys.stderr)
     if len(written) > 1:
         summary = out / "comparison"
-        print((summary / "summary.md").read_text())
+        print_summary(json.loads((summary / "summary.json").read_bytes()), prose=prose)
         print(f"summary: {summary / 'summary.md'} (html: {summary / 'report.html'})")
-    gated = [(label, r) for label, r, _ in written if r.relation in cfg.comparison.fail_on]
+    for name in (candidate["name"] for candidate in errors["candidates"].values()):
+        for line in cause_lines(errors, (name,)):  # one line per cause group, once
+            print(line)
+    withheld = errors["not_compared"]
+    # A challenger that is not compared has no relation to gate on: its run exits 2.
+    gated = [
+        (label, r)
+        for label, r, _ in written
+        if r.relation in cfg.comparison.fail_on and label not in withheld
+    ]
     for label, report in gated:
         where = "" if len(written) == 1 else f" for challenger {label} ({report.b.name})"
         print(f"gate: relation {report.relation}{where} is in comparison.fail_on", file=sys.stderr)
-    return 1 if gated else 0
+    return max(recorded_gate(errors), 1 if gated else 0)
 
 
 # Refusals during a run that a resume can finish (the tree stays as sealed so far).
@@ -358,6 +391,9 @@ def main(raw: DictConfig) -> None:
                 code = run_several_models(cfg, plain, subs, out)
             else:
                 code = run_job(cfg, plain, out, compare=not multirun)
+        if not multirun:  # a sweep's job is one part of a tree viewed once the sweep ends
+            where = shlex.quote(str(out))
+            print(f"view per task: xaytune view {where} (or: python -m xaytune.view {where})")
     except XaytuneError as error:
         if error.reason in _RESUMABLE and out is not None:
             print(f"error: {error}\n{_resume_hint(out)}", file=sys.stderr)

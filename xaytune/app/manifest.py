@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import platform
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +10,7 @@ from xaytune.app._tree import find_links
 from xaytune.app.cache import REUSE_FILE
 from xaytune.app.config import ExperimentConfig
 from xaytune.app.experiment import REPLICATE_FILE, timing_environment
+from xaytune.app.intent import config_changes, runtime_versions
 from xaytune.app.order import order_record
 from xaytune.app.parts import experiment_parts
 from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
@@ -43,16 +42,6 @@ REPORT_FILES = (
 )
 # Keys that may change between a run and its resumption without changing what is run.
 _OPERATIONAL = {"resume", "progress", "concurrency", "seed", "cache"}
-
-
-def _versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for package in ("xaytune", "pydantic", "hydra-core", "omegaconf", "numpy", "scipy", "rfc8785"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = "not-installed"
-    return versions
 
 
 def _replicates(out: Path, *, nested: Path | None = None) -> list[dict[str, Any]]:
@@ -118,7 +107,7 @@ def write_manifest(
         ),
         "durability": cfg.durability,
         "timing_environment": timing_environment(),
-        "versions": _versions(),
+        "versions": runtime_versions(),
         "complete": final,
     }
     if cfg.models:  # each model is a run of its own, with its own manifest
@@ -194,10 +183,13 @@ def _check_extension(out: Path, previous: dict[str, Any], plain: dict[str, Any])
         raise ConfigError("resume-mismatch", f"{out}: {same}")
     old_seeds, new_seeds = list(before.get("seeds") or []), list(plain.get("seeds") or [])
     rest = {k: v for k, v in what_is_run(plain).items() if k != "seeds"}
-    if fingerprint(rest) != fingerprint(
-        {k: v for k, v in what_is_run(before).items() if k != "seeds"}
-    ):
-        raise ConfigError("resume-mismatch", f"{out}: {same}")
+    old_rest = {k: v for k, v in what_is_run(before).items() if k != "seeds"}
+    if fingerprint(rest) != fingerprint(old_rest):
+        changed = config_changes(old_rest, rest)
+        raise ConfigError(
+            "resume-mismatch",
+            f"{out}: was run with another config ({changed}); resume needs the same one",
+        )
     if len(new_seeds) <= len(old_seeds) or new_seeds[: len(old_seeds)] != old_seeds:
         raise ConfigError(
             "resume-mismatch",

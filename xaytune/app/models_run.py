@@ -28,6 +28,7 @@ __all__ = [
     "MODELS_FILES",
     "models_problems",
     "models_summary_files",
+    "print_models",
     "row_words",
     "run_models",
 ]
@@ -70,8 +71,37 @@ def run_models(
     directory.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
         atomic_write(directory / name, data)
-    print(files["models.md"].decode())
+    print_models(json.loads(files["models.json"]))
     return max(codes)
+
+
+def print_models(data: dict[str, Any], *, console=None) -> None:
+    """The summary across models on the terminal: a table (challenger x objective, a
+    verdict per model), then its two notes."""
+    from rich.console import Console
+
+    from xaytune.report import terminal_grid
+
+    console = console or Console()
+    models, baseline, total = data["models"], data["baseline"]["name"], len(data["models"])
+    terminal_grid(
+        f"Across {total} models: challengers against {baseline}",
+        ("challenger", "objective", *models, "summary", "by chance alone (A/A)"),
+        [
+            (
+                f"{row['name']} ({row['challenger']})",
+                row["metric"],
+                *(row["verdicts"][m] for m in models),
+                row_words(row, baseline, total),
+                _chance(row, total),
+            )
+            for row in data["rows"]
+        ],
+        whole=tuple(models),
+        console=console,
+    )
+    console.print(data["note"], markup=False)
+    console.print(CHANCE_NOTE, markup=False)
 
 
 def _reports(cfg: ExperimentConfig, out: Path) -> dict[str, dict[str, dict[str, Any]]]:
@@ -86,6 +116,14 @@ def _reports(cfg: ExperimentConfig, out: Path) -> dict[str, dict[str, dict[str, 
     return found
 
 
+def _not_compared(out: Path, model: str) -> dict[str, str]:
+    """The challengers a model's run does not compare (xaytune.app.attempt_errors)."""
+    from xaytune.app.attempt_errors import ERRORS_FILE
+
+    path = out / MODELS_DIR / model / COMPARISON_DIR / ERRORS_FILE
+    return json.loads(path.read_bytes())["not_compared"] if path.is_file() else {}
+
+
 def _summary(cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
     from xaytune.core.harness_comparison import independent_family_rate
 
@@ -95,7 +133,11 @@ def _summary(cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
     for label in cfg.challengers:
         for objective in cfg.comparison.objectives:
             verdicts = {
-                m: reports[m][label]["metrics"][objective.metric]["verdict"] for m in models
+                # A challenger not compared under a model (its errors.json) has no verdict.
+                m: "not-compared"
+                if label in _not_compared(out, m)
+                else reports[m][label]["metrics"][objective.metric]["verdict"]
+                for m in models
             }
             favors = sum(v == "favors-b" for v in verdicts.values())
             against = sum(v == "favors-a" for v in verdicts.values())

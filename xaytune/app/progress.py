@@ -1,10 +1,16 @@
 """Progress while tasks run: bars on a terminal, log lines everywhere else.
 
-On a terminal: a rich progress bar per replicate (tasks done, errors, tokens). Without
-one (CI, a batch job, a pipe): through the ``xaytune.progress`` logger (so users can
-route it; Hydra's default logging prints it and keeps it in ``main.log``), one line
-when a replicate starts, a heartbeat at most every ``HEARTBEAT_S`` seconds while it
-runs, and one line when it finishes, with counts and rates.
+On a terminal: a rich progress bar per replicate (tasks done, errors, tokens). Log
+records that would go to the terminal while a bar is drawn (the evidence cache's
+"reused ...", a warning) are printed above the bar, through the bar's console, never
+into it. Without a terminal (CI, a batch job, a pipe): through the
+``xaytune.progress`` logger (so users can route it; Hydra's default logging prints
+it and keeps it in ``main.log``), one line when a replicate starts, a heartbeat at
+most every ``HEARTBEAT_S`` seconds while it runs, and one line when it finishes, with
+counts and rates.
+
+A replicate copied from the evidence cache runs no task: it says so ("reused") with
+the numbers its evidence holds (:meth:`ReplicateProgress.reused`), never "0/20 tasks".
 """
 
 from __future__ import annotations
@@ -18,82 +24,162 @@ from contextlib import contextmanager
 
 from xaytune.harness.runner import AttemptResult
 
-__all__ = ["HEARTBEAT_S", "replicate_progress"]
+__all__ = ["HEARTBEAT_S", "ReplicateProgress", "replicate_progress"]
 
 HEARTBEAT_S = 10.0
 LOG = logging.getLogger("xaytune.progress")
 
 
-class _Counts:
-    """Tasks finished, errors and tokens of one replicate so far."""
+class ReplicateProgress:
+    """One replicate's counts: called with each finished attempt (``run_many``'s
+    progress callback), or told once that the replicate was reused."""
 
-    def __init__(self) -> None:
+    def __init__(self, title: str, total: int) -> None:
+        self.title = title
+        self.total = total
         self.done = 0
         self.errors = 0
         self.tokens = 0
+        self.was_reused = False
+        self.started = time.monotonic()
         self.lock = threading.Lock()
 
-    def add(self, attempt: AttemptResult) -> None:
+    def __call__(self, attempt: AttemptResult) -> None:
         with self.lock:
             self.tokens += attempt.spend.input_tokens + attempt.spend.output_tokens
             failed = attempt.outcome is None or attempt.outcome.terminal == "model-error"
             self.errors += int(failed)
             self.done += int(attempt.outcome is not None)
+        self._changed()
 
-    def line(self, title: str, total: int, started: float, word: str) -> str:
+    def reused(self, *, tasks: int, errors: int, tokens: int) -> None:
+        """The replicate's evidence came from the cache: ``tasks`` attested tasks,
+        ``errors`` of them model errors, ``tokens`` spent when it ran."""
         with self.lock:
-            elapsed = max(time.monotonic() - started, 1e-9)
+            self.done, self.errors, self.tokens = tasks, errors, tokens
+            self.was_reused = True
+        self._changed()
+
+    def _changed(self) -> None:
+        """Hook: a bar redraws itself."""
+
+    def line(self, word: str) -> str:
+        """The replicate's counts in one line, ``word`` (running, finished) first; a
+        reused replicate says "reused" and where its evidence came from."""
+        with self.lock:
+            elapsed = max(time.monotonic() - self.started, 1e-9)
+            if self.was_reused:
+                return (
+                    f"replicate {self.title}: reused {self.done}/{self.total} tasks from the "
+                    f"evidence cache, {self.errors} errors, {self.tokens:,} tokens when run, "
+                    f"{elapsed:.1f} s"
+                )
             return (
-                f"replicate {title}: {word} {self.done}/{total} tasks, {self.errors} errors, "
-                f"{self.tokens:,} tokens, {elapsed:.1f} s ({self.done / elapsed:.1f} tasks/s)"
+                f"replicate {self.title}: {word} {self.done}/{self.total} tasks, "
+                f"{self.errors} errors, {self.tokens:,} tokens, {elapsed:.1f} s "
+                f"({self.done / elapsed:.1f} tasks/s)"
             )
 
 
+class _Bar(ReplicateProgress):
+    """A replicate's counts drawn as a rich progress bar."""
+
+    def __init__(self, title: str, total: int, progress) -> None:
+        super().__init__(title, total)
+        self.progress = progress
+        self.task = progress.add_task(title, total=total, errors=0, tokens=0)
+
+    def _changed(self) -> None:
+        with self.lock:
+            fields = {"errors": self.errors, "tokens": self.tokens}
+            description = f"{self.title} (reused)" if self.was_reused else self.title
+            done = self.done
+        self.progress.update(self.task, completed=done, description=description, **fields)
+
+
 @contextmanager
-def replicate_progress(title: str, *, total: int, enabled: bool) -> Iterator[object]:
-    """Yield a progress callback for ``run_many`` (None when disabled)."""
+def replicate_progress(
+    title: str, *, total: int, enabled: bool, console=None
+) -> Iterator[ReplicateProgress | None]:
+    """Yield the replicate's progress (a callback for ``run_many`` with a ``reused``
+    method), or None when disabled. ``console``: the rich console the bar draws on
+    (tests pass one that is a terminal); without one, a bar is drawn only when stderr
+    is a terminal."""
     if not enabled:
         yield None
         return
-    if not sys.stderr.isatty():
-        with _logged(title, total) as advance:
-            yield advance
+    if console is None and not sys.stderr.isatty():
+        with _logged(title, total) as counts:
+            yield counts
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    counts = {"errors": 0, "tokens": 0}
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("errors {task.fields[errors]}  tokens {task.fields[tokens]:,}"),
         transient=False,
+        console=console,
     ) as progress:
-        task = progress.add_task(title, total=total, errors=0, tokens=0)
+        bar = _Bar(title, total, progress)
+        with _logs_above(progress.console):
+            yield bar
 
-        def advance(attempt: AttemptResult) -> None:
-            counts["tokens"] += attempt.spend.input_tokens + attempt.spend.output_tokens
-            failed = attempt.outcome is None or attempt.outcome.terminal == "model-error"
-            counts["errors"] += int(failed)
-            progress.update(task, advance=1 if attempt.outcome is not None else 0, **counts)
 
-        yield advance
+def _terminal_handlers() -> list[logging.StreamHandler]:
+    """The handlers that write log records to a terminal (Hydra's console handler):
+    on the root logger and every logger created so far."""
+    loggers = [logging.getLogger()] + [
+        logger
+        for logger in logging.Logger.manager.loggerDict.values()
+        if isinstance(logger, logging.Logger)
+    ]
+    found = []
+    for logger in loggers:
+        for handler in logger.handlers:
+            if not isinstance(handler, logging.StreamHandler) or isinstance(
+                handler, logging.FileHandler
+            ):
+                continue
+            isatty = getattr(handler.stream, "isatty", None)
+            if isatty is not None and isatty() and handler not in found:
+                found.append(handler)
+    return found
 
 
 @contextmanager
-def _logged(title: str, total: int) -> Iterator[object]:
-    counts, started, stop = _Counts(), time.monotonic(), threading.Event()
+def _logs_above(console) -> Iterator[None]:
+    """While a bar is drawn, log records bound for the terminal go through the bar's
+    console (rich prints them above the bar) instead of into the bar's line."""
+    from rich.file_proxy import FileProxy
+
+    swapped = []
+    for handler in _terminal_handlers():
+        swapped.append((handler, handler.setStream(FileProxy(console, handler.stream))))
+    try:
+        yield
+    finally:
+        for handler, stream in swapped:
+            proxy = handler.setStream(stream)
+            if proxy is not None:
+                proxy.flush()  # a record without its newline yet
+
+
+@contextmanager
+def _logged(title: str, total: int) -> Iterator[ReplicateProgress]:
+    counts, stop = ReplicateProgress(title, total), threading.Event()
     LOG.info("replicate %s: started, %d tasks", title, total)
 
     def heartbeat() -> None:
         while not stop.wait(HEARTBEAT_S):
-            LOG.info(counts.line(title, total, started, "running"))
+            LOG.info(counts.line("running"))
 
     beat = threading.Thread(target=heartbeat, name="xaytune-heartbeat", daemon=True)
     beat.start()
     try:
-        yield counts.add
+        yield counts
     finally:
         stop.set()
         beat.join()
-    LOG.info(counts.line(title, total, started, "finished"))
+    LOG.info(counts.line("finished"))

@@ -61,12 +61,13 @@ def recompared_config(config: dict[str, Any], overrides: list[str]) -> Experimen
 def recompare(tree: Path, overrides: list[str]) -> tuple[Path, ComparisonReport]:
     """Write the comparison of ``tree`` under ``overrides`` into a new directory of the
     tree and record it in the manifest; returns the directory and the comparison."""
+    from xaytune.app.attempt_errors import ERRORS_FILE, comparison_errors, errors_bytes
     from xaytune.app.audit import audit_tree
     from xaytune.app.experiment import load_source
     from xaytune.app.gather import comparison_files, comparison_report
     from xaytune.app.looks import read_looks, record_look
     from xaytune.app.manifest import MANIFEST
-    from xaytune.app.reports import write_reports
+    from xaytune.app.reports import page_model, write_reports
 
     manifest_path = tree / MANIFEST
     try:
@@ -95,8 +96,13 @@ def recompare(tree: Path, overrides: list[str]) -> tuple[Path, ComparisonReport]
     directory = fresh_dir(tree / (RECOMPARISON_PREFIX + time.strftime("%Y-%m-%d_%H-%M-%S")))
     for name, data in comparison_files(report).items():
         atomic_write(directory / name, data)
-    write_reports(directory, report.released())
-    record_look(tree, directory.name, [(cfg.challengers[0], report)])
+    # Errors at this comparison's bound (comparison.max_model_error_share may change).
+    recorded = comparison_errors(tree, cfg)
+    atomic_write(directory / ERRORS_FILE, errors_bytes(recorded))
+    write_reports(directory, report.released(), model=page_model(cfg, tree), errors=recorded.data())
+    record_look(
+        tree, directory.name, [(cfg.challengers[0], report)], withheld=recorded.not_compared
+    )
     entry = {
         "path": directory.name,
         "overrides": list(overrides),

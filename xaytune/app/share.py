@@ -42,8 +42,9 @@ recorded (``suite-missing``, ``suite-mismatch``), a listed report missing or not
 recorded bytes (``report-missing``, ``digest-mismatch``: verify the tree first), a
 published statement refused (``subject-missing``, ``subject-tampered``), an evaluation
 released per-task in an aggregate run (``disclosure-mismatch``), and an ``--out`` inside
-the run, not empty or without its parent (``out-inside-run``, ``out-not-empty``,
-``out-parent-missing``). The run is only read.
+the run, not empty, or whose parent is not a directory and cannot be made (``out-inside-run``,
+``out-not-empty``, ``out-parent-missing``; missing parents are created, as ``mkdir -p``).
+The run is only read.
 """
 
 from __future__ import annotations
@@ -105,6 +106,12 @@ def share_run(run: Path, out: Path) -> Bundle:
     run, out = run.absolute(), out.absolute()
     _check_out(run, out)
     plan = _plan(run)
+    try:  # `--out shared/quickstart` in a fresh folder: its parents are made, as mkdir -p
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise XaytuneError(
+            "out-parent-missing", f"{out.parent}: cannot be created ({error.strerror})"
+        ) from None
     partial = out.parent / f".{out.name}.partial-{secrets.token_hex(6)}"
     partial.mkdir()  # the umask's mode, as any directory the user makes (not mkdtemp's 0700)
     try:
@@ -130,8 +137,11 @@ def _check_out(run: Path, out: Path) -> None:
         raise XaytuneError("out-inside-run", f"{out}: inside the run {run}; write it elsewhere")
     if out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
         raise XaytuneError("out-not-empty", f"{out}: exists and is not an empty directory")
-    if not out.parent.is_dir():
-        raise XaytuneError("out-parent-missing", f"{out.parent}: no such directory")
+    for parent in (out.parent, *out.parent.parents):
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise XaytuneError("out-parent-missing", f"{parent}: not a directory")
+            break
 
 
 # ---------------------------------------------------------------- what is bundled

@@ -96,7 +96,7 @@ MANIFEST = "manifest.json"
 def generate_key(path: Path) -> tuple[Path, Path]:
     """A new ed25519 key pair: the private key (PKCS#8 PEM, mode 0600) at ``path``, the
     public key (SubjectPublicKeyInfo PEM) at ``path.pub``; refused (``exists``) when
-    either file is there already."""
+    either file is there already. A missing directory is created (mode 0700)."""
     public_path = path.with_name(path.name + ".pub")
     for target in (path, public_path):
         if os.path.lexists(target):
@@ -110,6 +110,13 @@ def generate_key(path: Path) -> tuple[Path, Path]:
     public_pem = key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
+    if not path.parent.is_dir():  # `--generate-key keys/xaytune` in a fresh folder
+        try:
+            path.parent.mkdir(mode=0o700, parents=True)  # holds a private key: owner only
+        except OSError as error:
+            raise ConfigError(
+                "bad-key", f"{path.parent}: cannot create ({error.strerror})"
+            ) from None
     _write_new(path, private_pem, 0o600)
     _write_new(public_path, public_pem, 0o644)
     return path, public_path

@@ -42,6 +42,7 @@ __all__ = [
     "family_lines",
     "family_rate",
     "holm",
+    "print_summary",
     "summary_data",
     "summary_files",
 ]
@@ -187,12 +188,24 @@ def holm(p_values: list[float | None]) -> list[float | None]:
     return adjusted
 
 
-def summary_data(baseline: str, results: list[tuple[str, ComparisonReport]]) -> dict[str, Any]:
-    """The summary of released reports, one per challenger label."""
+def summary_data(
+    baseline: str,
+    results: list[tuple[str, ComparisonReport]],
+    *,
+    errors: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The summary of released reports, one per challenger label. ``errors`` (the run's
+    errors.json data): a challenger it says is not compared has relation and verdicts
+    ``not-compared``, no number, no p, and stays out of the Holm family and the
+    family-wise rate (``not_compared`` names why)."""
+    withheld = dict((errors or {}).get("not_compared", {}))
     rows: list[dict[str, Any]] = []
     for label, report in results:
         for metric in report.metrics.values():
             if metric.objective is None:
+                continue
+            if label in withheld:  # its numbers measure the endpoint: none is shown
+                rows.append(_withheld_row(label, report.b.name, metric))
                 continue
             interval = metric.descriptive.mean_interval
             rows.append(
@@ -215,16 +228,53 @@ def summary_data(baseline: str, results: list[tuple[str, ComparisonReport]]) -> 
     family = [r["p_value"] if r["replicates"] >= HOLM_MIN_REPLICATES else None for r in rows]
     for row, adjusted in zip(rows, holm(family), strict=True):
         row["holm_p_value"] = adjusted
-    return {
+    compared = [(label, report) for label, report in results if label not in withheld]
+    data = {
         "schema": SUMMARY_SCHEMA,
         "baseline": {"label": baseline, "name": results[0][1].a.name},
-        "relations": {label: report.relation for label, report in results},
+        "relations": {
+            label: "not-compared" if label in withheld else report.relation
+            for label, report in results
+        },
         "rows": rows,
-        "family": family_rate(results).model_dump(mode="json"),
+        "family": (family_rate(compared) if compared else _no_family(results)).model_dump(
+            mode="json"
+        ),
         "note": "Holm-adjusted p-values are descriptive: verdicts are the spec's rule, "
         "per challenger, unadjusted. Rows with fewer than 3 replicates are not in the "
         "Holm family; se = 0 rows get p = 1.",
     }
+    if withheld:  # a run without one has the bytes it had before errors were recorded
+        data["not_compared"] = {label: withheld[label] for label, _ in results if label in withheld}
+    return data
+
+
+def _withheld_row(label: str, name: str, metric) -> dict[str, Any]:
+    """A not-compared challenger's row: which objective, no verdict, no number."""
+    return {
+        "challenger": label,
+        "name": name,
+        "metric": metric.metric,
+        "direction": metric.objective.direction,
+        "verdict": "not-compared",
+        "mean_difference": None,
+        "threshold": None,
+        "interval": None,
+        "replicates": len(metric.differences),
+        "p_value": None,
+        "se_zero": False,
+    }
+
+
+def _no_family(results: list[tuple[str, ComparisonReport]]) -> FamilyRate:
+    """The family-wise rate when no challenger is compared: none can name a side."""
+    first = results[0][1]
+    return family_aa_rate(
+        challengers=len(results),
+        replicates=min(len(report.seeds) for _, report in results),
+        k=first.spec.k,
+        objectives=[],
+    )
 
 
 def _num(value: float | None) -> str:
@@ -240,7 +290,10 @@ def _markdown(data: dict[str, Any]) -> str:
         "",
         "| challenger | relation |",
         "|---|---|",
-        *(f"| {label} | **{relation}** |" for label, relation in data["relations"].items()),
+        *(
+            f"| {label} | **{relation}**{_why(data, label)} |"
+            for label, relation in data["relations"].items()
+        ),
         "",
         "| challenger | objective | verdict | mean difference (+ favours the baseline) "
         "| threshold | 95% interval "
@@ -250,6 +303,11 @@ def _markdown(data: dict[str, Any]) -> str:
     lines += ["| " + " | ".join(cells) + " |" for cells in summary_cells(data)]
     lines += ["", *family_lines(data["family"]), "", data["note"], ""]
     return "\n".join(lines)
+
+
+def _why(data: dict[str, Any], label: str) -> str:
+    why = data.get("not_compared", {}).get(label)
+    return "" if why is None else f" ({why})"
 
 
 SUMMARY_HEADER = (
@@ -273,6 +331,8 @@ def summary_cells(data: dict[str, Any]) -> list[tuple[str, ...]]:
         interval = row["interval"]
         shown = "—" if interval is None else f"[{_num(interval[0])}, {_num(interval[1])}]"
         verdict = row["verdict"] + (f" {SE_ZERO_MARK}" if row["se_zero"] else "")
+        if row["verdict"] == "not-compared" and row["challenger"] in data.get("not_compared", {}):
+            verdict = f"not compared ({data['not_compared'][row['challenger']]})"
         cells.append(
             (
                 f"{row['name']} ({row['challenger']})",
@@ -288,17 +348,68 @@ def summary_cells(data: dict[str, Any]) -> list[tuple[str, ...]]:
     return cells
 
 
+def print_summary(data: dict[str, Any], *, prose: bool = True, console=None) -> None:
+    """The summary on the terminal as tables (the relations, then the per-objective
+    grid), then the family-wise A/A rate: in full when ``prose`` (once per run), else
+    in one line that points to summary.md."""
+    from rich.console import Console
+
+    from xaytune.report import terminal_grid
+
+    console = console or Console()
+    names = {row["challenger"]: row["name"] for row in data["rows"]}
+    # The title on its own line: a narrow table would wrap it.
+    console.print(
+        f"Summary: {len(data['relations'])} challengers against {data['baseline']['name']}",
+        markup=False,
+    )
+    terminal_grid(
+        "",
+        ("challenger", "relation"),
+        [(f"{names.get(label, label)} ({label})", r) for label, r in data["relations"].items()],
+        whole=("relation",),
+        console=console,
+    )
+    terminal_grid(
+        "Per challenger and objective (verdicts by the spec's rule; p and Holm p descriptive)",
+        SUMMARY_HEADER,
+        summary_cells(data),
+        whole=("verdict",),
+        console=console,
+    )
+    family = data["family"]
+    if prose:
+        for line in (*family_lines(family), data["note"]):
+            console.print(line, markup=False)
+    elif family["replicates"] < 3 or not family["objectives"]:
+        console.print(family_lines(family)[0], markup=False)
+    else:
+        console.print(
+            f"Family-wise A/A: at least one of the {family['challengers']} challengers would "
+            f"name a side {_pct(family['any_objective'])} of the time if all were the same "
+            "harness as the baseline (how: summary.md)",
+            markup=False,
+        )
+
+
 def summary_files(
     baseline: str,
     results: list[tuple[str, ComparisonReport]],
     images: dict[str, dict[str, bytes]],
+    *,
+    model: str | None = None,
+    errors: dict[str, Any] | None = None,
 ) -> dict[str, bytes]:
     """The summary's files: ``results`` are the released reports by challenger label,
-    ``images`` each one's plots (as written in its own directory)."""
+    ``images`` each one's plots (as written in its own directory); ``model`` names the
+    model on the page; ``errors`` is the run's errors.json data."""
     from xaytune.report import comparison_view, render_html, report_page
 
-    data = summary_data(baseline, results)
-    views = tuple(comparison_view(report, images[label]) for label, report in results)
+    data = summary_data(baseline, results, errors=errors)
+    views = tuple(
+        comparison_view(report, images[label], model=model, errors=errors)
+        for label, report in results
+    )
     page = dataclasses.replace(
         report_page(views),
         summary_header=SUMMARY_HEADER,

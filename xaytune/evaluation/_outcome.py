@@ -109,6 +109,7 @@ class HarnessOutcomeEvaluator(EvaluatorBase):
         if not isinstance(resolved, OutcomeEvaluationConfig):
             return resolved  # another evaluator's kind: bind_evaluation refuses it
         scorer = _scorer(resolved)
+        scorer.check_tasks(self.source.suite.tasks)  # scorer-unsuited, before any model call
         plain = resolved.model_dump(mode="json")
         plain["spec"]["scorer"]["code"] = scorer.code.model_dump(mode="json")
         return resolve_config(plain)

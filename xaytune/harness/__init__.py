@@ -1,5 +1,6 @@
 """Compile and run harnesses; record every attempt in a tamper-evident store."""
 
+from xaytune.harness._watchdog import AttemptDeadline, request_stop
 from xaytune.harness.compiler import HarnessCompiler
 from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.harness.replicate import compile_replicate
@@ -17,6 +18,7 @@ from xaytune.harness.toolbox import FunctionTool, Tool, Toolbox, ToolError, Tool
 __all__ = [
     "AgentExecutionSpec",
     "AnswerExtraction",
+    "AttemptDeadline",
     "AttemptResult",
     "FunctionTool",
     "Harness",
@@ -33,4 +35,5 @@ __all__ = [
     "TrajectoryRecordingSpec",
     "as_tool",
     "compile_replicate",
+    "request_stop",
 ]

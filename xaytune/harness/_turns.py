@@ -13,8 +13,10 @@ finished the turn before (the loop returned its text):
   event's user message);
 - every budget spans the whole attempt (``max_turns`` counts model turns across all
   user turns); a stop in any turn ends the attempt, whose outcome is the stop;
-- with an environment, every turn is a turn of its call record (the attempt's answer)
-  and ends with an ``environment_state`` event holding the environment's ``state()``.
+- with an environment, every turn is a turn of its call record (the attempt's answer),
+  offers the environment's tools for that turn (an environment may hold some out until
+  a later turn: ``hidden_tools``), and ends with an ``environment_state`` event holding
+  the environment's ``state()``.
 
 A loop that returns something other than text (or None) before the last turn is
 refused (``bad-loop-result``), as the runner refuses it after the last one.
@@ -41,6 +43,13 @@ def _continued(host: _Host, text: str) -> tuple[Message, ...]:
     return (*history, Message("user", text))
 
 
+def _begin_turn(host: _Host) -> None:
+    if host.environment is not None:
+        host.environment.begin_turn()
+        # The environment may offer other tools in this turn (tools held out until now).
+        host.schemas = (*host.toolbox.schemas(host.spec.tools), *host.environment.schemas)
+
+
 def _end_turn(host: _Host, number: int) -> None:
     if host.environment is not None:
         state = host.environment.state()
@@ -51,8 +60,7 @@ async def run_turns(run: Callable[[LoopContext], Awaitable[object]], host: _Host
     """Run the loop ``run`` over every user turn of the attempt; the last turn's text."""
     task = host.spec.config.get("task") or {}
     later: list[str] = task.get("turns", [])
-    if host.environment is not None:
-        host.environment.begin_turn()
+    _begin_turn(host)
     text = await run(LoopContext(host))
     _end_turn(host, 0)
     for number, message in enumerate(later, start=1):
@@ -67,8 +75,7 @@ async def run_turns(run: Callable[[LoopContext], Awaitable[object]], host: _Host
         host.opening = _continued(host, message)
         host.exchange = None
         host.record("user_turn", {"turn": number, "text": message}, "user turn")
-        if host.environment is not None:
-            host.environment.begin_turn()
+        _begin_turn(host)
         text = await run(LoopContext(host))
         _end_turn(host, number)
     return text

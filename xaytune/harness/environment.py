@@ -22,6 +22,10 @@ trajectory, the spend. A declared tool the instance does not implement is
 - **A timed-out call** leaves its thread running (a thread cannot be stopped), so the
   environment's state is unknown from then on: the environment is *abandoned*, and
   every later call to it is a tool error saying so.
+- **Tools held out**: an instance with ``hidden_tools(turn) -> names`` offers those
+  declared tools only from a later user turn on (turns from 0); before it they are not
+  offered, and a call to one goes to the harness's toolbox, which refuses it as a tool
+  it does not have.
 - **State**: :meth:`AttemptEnvironment.state` is the instance's ``state()`` (JSON
   data), recorded after each user turn.
 - **The answer**: an environment task is scored on what the agent did.
@@ -163,12 +167,23 @@ class AttemptEnvironment:
                 EnvironmentTool(schema, function, self, resolved.factory, resolved.identity.version)
             )
         self.toolbox = Toolbox(tools)
-        self.names = frozenset(self.toolbox.names)
-        self.schemas = self.toolbox.schemas(tool.name for tool in tools)
+        self._declared = tuple(tool.name for tool in tools)
+        self._offer(0)
+
+    def _offer(self, turn: int) -> None:
+        # An instance may hold tools out until a later user turn (``hidden_tools``):
+        # they are neither offered nor callable before it (BFCL's miss_func).
+        hidden = getattr(self._instance, "hidden_tools", None)
+        held = frozenset(hidden(turn)) if callable(hidden) else frozenset()
+        offered = [name for name in self._declared if name not in held]
+        self.names = frozenset(offered)
+        self.schemas = self.toolbox.schemas(offered)
 
     def begin_turn(self) -> None:
-        """A user turn starts: the calls that follow are this turn's."""
+        """A user turn starts: the calls that follow are this turn's, and the tools
+        offered are the instance's for this turn (``hidden_tools(turn)`` left out)."""
         self._turns.append([])
+        self._offer(len(self._turns) - 1)
 
     async def acall(self, call: ToolCall, *, timeout_s: float | None) -> ToolResult:
         """Run ``call`` on this environment (recorded for the answer)."""

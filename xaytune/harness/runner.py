@@ -15,16 +15,26 @@ before sealing). No outcome (sealed
 ``partial``, spend kept): an interruption (``asyncio.CancelledError``,
 KeyboardInterrupt, SIGTERM via the app), a model unreachable through every retry
 (``model-unavailable``: a resume runs the task again), or a crash (the loop raised
-before any stop, or returned something that is not text: ``bad-loop-result``).
+before any stop, or returned something that is not text: ``bad-loop-result``; its
+``crashed`` event records the exception and the part it came from, ``loop`` or
+``environment``).
 Before any attempt, the loop and tools must be the code the harness pins in its
 ``parts`` (``code-mismatch``).
 An attempt that awaits past ``Harness.attempt_timeout_s`` is cancelled where it
 awaits and sealed ``partial`` (spend kept) with a ``timed-out`` event carrying the
 reason word ``attempt-timeout``; like a crash, it is retried up to
 ``attempts_per_task`` (a deadline can be a slow server's, not the harness's fault,
-and the retry is declared by the same budget). Limit: asyncio can only cancel at an
-``await``; a loop that spins on the CPU without awaiting is not stopped by this
-deadline.
+and the retry is declared by the same budget). asyncio can only cancel at an
+``await``: for a loop, tool or model adapter that holds the event loop (a CPU spin,
+``time.sleep``, a blocking HTTP call), ``run``/``run_task``/``run_many`` keep a
+watchdog (``xaytune.harness._watchdog``) while their loop runs in the main thread: once
+past the deadline, with the event loop held for more than ``GRACE_S`` (1 s), the
+attempt's code gets ``AttemptDeadline`` (sealed exactly as above), and on SIGINT (or
+:func:`~xaytune.harness.request_stop`) KeyboardInterrupt (interrupted, as below),
+raised inside it by a SIGALRM the watchdog sends; never inside the runner's own
+writing. The watchdog stays off when SIGALRM has a handler of the program's own.
+Residual limit: C code that never returns to the interpreter (a catastrophic regular
+expression) cannot be interrupted.
 A task whose attempts all end partial is retried up to ``attempts_per_task``;
 an interruption is never retried.
 """
@@ -43,8 +53,9 @@ from typing import Any
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.errors import EvidenceError, ExecutionError
 from xaytune.harness._answer import extract_answer
-from xaytune.harness._loop_context import LoopAbandoned, LoopStop, _Host
+from xaytune.harness._loop_context import LoopAbandoned, LoopStop, ModelUnavailable, _Host
 from xaytune.harness._turns import run_turns
+from xaytune.harness._watchdog import AttemptDeadline, AttemptWindow, watched
 from xaytune.harness.evidence._attempt import AttemptSession, recover_open_attempt
 from xaytune.harness.evidence._commit import GroupCommit
 from xaytune.harness.evidence.attempt_file import attempt_name, split_attempt
@@ -67,9 +78,9 @@ from xaytune.harness.loops import ResolvedLoop, resolve_loop
 from xaytune.harness.parts import check_parts
 from xaytune.harness.spec import AgentExecutionSpec, Harness
 from xaytune.harness.toolbox import Toolbox
-from xaytune.models._protocol import Model
+from xaytune.models._protocol import DEFINITIVE_REASONS, Model
 
-__all__ = ["ATTEMPT_TIMEOUT", "AttemptResult", "HarnessRunner", "TaskRun"]
+__all__ = ["ATTEMPT_TIMEOUT", "AttemptResult", "HarnessRunner", "TaskRun", "refusal_of"]
 
 # The reason word of an attempt stopped at its deadline (Harness.attempt_timeout_s).
 ATTEMPT_TIMEOUT = "attempt-timeout"
@@ -98,13 +109,45 @@ class TaskRun:
     spec: AgentExecutionSpec
     attempts: tuple[AttemptResult, ...]
     skipped: bool = False
+    # Never started: an earlier task's endpoint refused definitively (model-auth, ...),
+    # which every further call would repeat. No attempt exists, so a resume runs it.
+    not_started: bool = False
 
     @property
     def last(self) -> AttemptResult | None:
         return self.attempts[-1] if self.attempts else None
 
+    @property
+    def refused(self) -> bool:
+        """Whether its last attempt ended on a definitive refusal of the endpoint."""
+        return self.last is not None and refusal_of(self.last) is not None
+
+
+def refusal_of(result: AttemptResult) -> str | None:
+    """The reason word of a definitive endpoint refusal (``model-auth``, ...) that ended
+    ``result`` without an outcome, else None: the same refusal awaits every further call."""
+    if result.outcome is not None or result.error is None:
+        return None
+    reason = result.error.removeprefix(f"{ModelUnavailable.__name__}: ").split(":", 1)[0]
+    return reason if reason in DEFINITIVE_REASONS else None
+
 
 Progress = Callable[[AttemptResult], None]
+
+
+def _crash_part(crash: BaseException) -> str:
+    """The part an attempt's crash came from, recorded with it: ``environment`` when
+    the exception passed through the environment's code (opening it, its state), else
+    ``loop`` (the loop's own code, or what it asked of its context). A tool cannot
+    crash an attempt: its exceptions are tool errors the model sees."""
+    from xaytune.harness import environment
+
+    trace = crash.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename == environment.__file__:
+            return "environment"
+        trace = trace.tb_next
+    return "loop"
 
 
 # Set by run_many for the attempts it runs: their seals are committed in groups.
@@ -173,6 +216,7 @@ class HarnessRunner:
         assert run.last is not None
         return run.last
 
+    @watched
     async def run_task(
         self,
         spec: AgentExecutionSpec,
@@ -202,10 +246,11 @@ class HarnessRunner:
         for _ in range(spec.harness.attempts_per_task):
             result = await self._attempt(spec, model, toolbox, granted, cancel)
             results.append(result)
-            if result.outcome is not None:
-                break
+            if result.outcome is not None or refusal_of(result) is not None:
+                break  # another attempt would meet the same refusal
         return TaskRun(spec=spec, attempts=tuple(results))
 
+    @watched
     async def run_many(
         self,
         specs: Sequence[AgentExecutionSpec],
@@ -227,6 +272,11 @@ class HarnessRunner:
         ``concurrency`` bounds the tasks in their agent loop. A task whose attempts
         have ended waits for its seals' group commit outside that bound, and is
         returned (and reported to ``progress``) only once they are in place.
+
+        A definitive refusal of the endpoint (``model-auth``, ``model-unknown``, ...)
+        stops the run from starting further tasks: every call would be refused alike.
+        Tasks in flight finish; the rest come back ``not_started`` (no attempt), for
+        the caller to refuse the replicate and a resume to run them.
         """
         if concurrency < 1:
             raise ExecutionError("bad-concurrency", f"concurrency {concurrency} must be >= 1")
@@ -237,6 +287,7 @@ class HarnessRunner:
         queue = iter(enumerate(specs))  # shared by the workers: each spec taken once, in order
         settling: set[asyncio.Task[None]] = set()  # the pending only: a done one is dropped
         failure: list[BaseException] = []
+        refused: list[TaskRun] = []  # the first definitive refusal stops new tasks
 
         async def settle(index: int, run: TaskRun, sealing: list[asyncio.Future[None]]) -> None:
             # Its attempts are reported (and returned) only once their seals are in place.
@@ -266,12 +317,17 @@ class HarnessRunner:
             # One of ``concurrency`` workers, each running one task at a time: no task
             # waits on a semaphore (whose waiter queue costs O(waiters) per wake-up).
             for index, spec in queue:
+                if refused:
+                    results[index] = TaskRun(spec=spec, attempts=(), not_started=True)
+                    continue
                 if resume and self._prepare_resume(spec, _journal_of(spec)):
                     results[index] = TaskRun(spec=spec, attempts=(), skipped=True)
                     continue
                 sealing: list[asyncio.Future[None]] = []
                 _SEALING.set(sealing)  # this worker's own context, for this task
                 run = await self._run_checked(spec, model, toolbox, authorized, cancel)
+                if run.refused:
+                    refused.append(run)
                 if sealing:  # waits for its group commit outside the concurrency bound
                     waiting = asyncio.ensure_future(settle(index, run, sealing))
                     settling.add(waiting)
@@ -426,13 +482,15 @@ class HarnessRunner:
         deadline = spec.harness.attempt_timeout_s
         try:
             # The deadline covers the whole attempt: a loop, model call or tool call that
-            # awaits past it is cancelled there (a loop that never awaits is not: see
-            # the module docstring).
-            async with asyncio.timeout(deadline):
-                outcome, final_text = await self._loop(
-                    spec, session, spend, model, toolbox, authorized, cancel
-                )
-        except TimeoutError:  # the attempt's own deadline (asyncio.timeout's conversion)
+            # awaits past it is cancelled there; code that holds the event loop gets
+            # AttemptDeadline from the watchdog, inside the window only (see the module
+            # docstring): nothing is raised for this attempt once the window has closed.
+            with AttemptWindow(deadline):
+                async with asyncio.timeout(deadline):
+                    outcome, final_text = await self._loop(
+                        spec, session, spend, model, toolbox, authorized, cancel
+                    )
+        except (TimeoutError, AttemptDeadline):  # the attempt's own deadline
             outcome, final_text = None, None
             error = f"{ATTEMPT_TIMEOUT}: task {spec.task_id} ran past {deadline:g} s"
             session.event("timed-out", {"reason": ATTEMPT_TIMEOUT, "deadline_s": deadline})
@@ -441,7 +499,7 @@ class HarnessRunner:
             session.event("interrupted", {"by": type(stop).__name__})
         except Exception as crash:  # a crash: no outcome, the spend so far is kept
             error = f"{type(crash).__name__}: {crash}"
-            session.event("crashed", {"error": error})
+            session.event("crashed", {"error": error, "part": _crash_part(crash)})
         spend.wall_time_us = int((time.perf_counter() - started) * 1e6)
         try:
             if interrupted is not None or committer is None:

@@ -74,8 +74,14 @@ def _reply(entry: ScriptedReply | str) -> ScriptedReply:
 
 class ScriptedModel:
     """Replays ``script`` (see the module docstring), or the script in the JSON file
-    ``path``; exactly one of the two. Built-in model adapter ``scripted``
-    (``model: {_target_: scripted, path: script.json}``)."""
+    ``path``, or ``by_seed[str(seed)]``; exactly one of the three. Built-in model adapter
+    ``scripted`` (``model: {_target_: scripted, path: script.json}``).
+
+    A script alone answers every replicate alike, so its replicates are identical and
+    their spread is 0 (reports mark a comparison ``se = 0``). ``by_seed`` (a script per
+    seed) or a ``path`` naming ``{seed}`` (a file per seed) vary it by the replicate's
+    seed, which the run passes as ``seed``; a seed without a script is refused. The
+    identity's revision is the digest of the script a replicate plays."""
 
     # The registry's marks for a built-in part: its name and declared version.
     __xaytune_part__ = ("model", "scripted")
@@ -85,9 +91,28 @@ class ScriptedModel:
         self,
         script: list[Any] | dict[str, list[Any]] | None = None,
         path: str | None = None,
+        by_seed: dict[str, list[Any] | dict[str, list[Any]]] | None = None,
+        seed: int | None = None,
     ) -> None:
-        if (script is None) == (path is None):
-            raise ValueError("give the script or the path of a JSON file holding it, not both")
+        given = [
+            name
+            for name, value in (("script", script), ("path", path), ("by_seed", by_seed))
+            if value is not None
+        ]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of the script, the path of a JSON file holding it, or "
+                f"by_seed (a script per seed); got {', '.join(given) or 'none'}"
+            )
+        if by_seed is not None:  # a model whose answers differ from one replicate to the next
+            if seed is None or str(seed) not in by_seed:
+                known = ", ".join(sorted(map(str, by_seed))) or "none"
+                raise ValueError(f"by_seed: no script for seed {seed} (scripts for {known})")
+            script = by_seed[str(seed)]
+        if path is not None and "{seed}" in path:  # a file per seed: scripts/seed-{seed}.json
+            if seed is None:
+                raise ValueError(f"path {path!r} names {{seed}} but no seed was given")
+            path = path.replace("{seed}", str(seed))
         if path is not None:
             raw = limits.read_bounded(
                 Path(path), limits.MAX_JSON_FILE_BYTES, size_name="MAX_JSON_FILE_BYTES"

@@ -158,6 +158,12 @@ class SimulatedModel:
     either way; ``usage_details`` enters the identity only when on.
     """
 
+    @staticmethod
+    def can_answer(text: str) -> bool:
+        """Whether ``text`` holds an arith-tools question, the only kind it answers
+        (to anything else it says "I could not work this out.")."""
+        return _question_steps(text) is not None
+
     def __init__(
         self,
         *,

@@ -13,7 +13,10 @@ or candidates. An instance is an :class:`Environment`:
   other value is sent as JSON, or as its ``str()`` when it is not JSON data); it raises
   for a failure the model should see (a tool error, counted in the spend);
 - ``state()``: a snapshot of its state as JSON data (recorded in the trajectory after
-  each user turn, so the evidence shows what each turn left behind).
+  each user turn, so the evidence shows what each turn left behind);
+- optionally ``hidden_tools(turn)``: the names of declared tools not offered in user
+  turn ``turn`` (from 0), each offered from a later turn on (BFCL's ``miss_func``:
+  ``xaytune.harness.environment``).
 
 The host owns the side effects: every call reaches the environment through the runner
 (trajectory, budgets, timeouts), exactly as a toolbox tool's. Identity: an

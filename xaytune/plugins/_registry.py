@@ -72,6 +72,9 @@ BUILTINS: dict[PartKind, dict[str, str]] = {
     | {  # BFCL's checkers (the [bfcl] extra; their module imports the BFCL classes)
         "bfcl-multi-turn": "xaytune.evaluation.scorers.bfcl_multi_turn:bfcl_multi_turn",
         "bfcl-ast": "xaytune.evaluation.scorers.bfcl_ast:bfcl_ast",
+        "bfcl-relevance": "xaytune.evaluation.scorers.bfcl_relevance:bfcl_relevance",
+        # Model-written code against the task's tests, in a sandboxed child process.
+        "execution": "xaytune.evaluation.scorers.execution:execution",
     },
     "model": {"scripted": "xaytune.models.scripted:ScriptedModel"},
     "environment": {

@@ -9,11 +9,13 @@ xaytune.view``); it reads the app's output tree, so it is imported on its own, n
 from here (the app imports this package to write its reports).
 """
 
+from xaytune.report._errors import cause_lines, error_cells
 from xaytune.report._files import render_html, rendered_reports, write_reports
 from xaytune.report._markdown import render_markdown
+from xaytune.report._naming import model_title
 from xaytune.report._page import ComparisonView, ReportPage, comparison_view, report_page
 from xaytune.report._plots import PLOT_NAMES, cost_axis, plot_png
-from xaytune.report._terminal import terminal_table
+from xaytune.report._terminal import terminal_grid, terminal_table
 from xaytune.report._words import SE_ZERO_MARK, VERDICT_WORDS
 
 __all__ = [
@@ -22,13 +24,17 @@ __all__ = [
     "VERDICT_WORDS",
     "ComparisonView",
     "ReportPage",
+    "cause_lines",
     "comparison_view",
     "cost_axis",
+    "error_cells",
+    "model_title",
     "plot_png",
     "render_html",
     "render_markdown",
     "rendered_reports",
     "report_page",
+    "terminal_grid",
     "terminal_table",
     "write_reports",
 ]

@@ -2,15 +2,18 @@
 
 :func:`rendered_reports` is what ``python -m xaytune.verify`` recomputes from the
 tree's report.json and plots (byte for byte), so both renderings are a function of
-the released report and the plot bytes only: no clock, no path, no locale.
+the released report, the plot bytes and the run's errors.json (which the auditor
+recomputes from the evidence) only: no clock, no path, no locale.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from xaytune.core.harness_comparison import ComparisonReport
 from xaytune.harness.evidence.store import atomic_write
+from xaytune.report._errors import not_compared_text
 from xaytune.report._jinja import render
 from xaytune.report._markdown import render_markdown
 from xaytune.report._page import ReportPage, comparison_view, report_page
@@ -25,21 +28,37 @@ def render_html(page: ReportPage) -> str:
     return render("report.html.j2", page=page)
 
 
-def rendered_reports(released: ComparisonReport, images: dict[str, bytes]) -> dict[str, bytes]:
+def rendered_reports(
+    released: ComparisonReport,
+    images: dict[str, bytes],
+    *,
+    model: str | None = None,
+    errors: dict[str, Any] | None = None,
+) -> dict[str, bytes]:
     """report.md and report.html of a released report with these plots (in the order
-    the plots are drawn: PLOT_NAMES), as written."""
-    markdown_text = render_markdown(released, {name: name for name in images})
-    page = report_page((comparison_view(released, images),))
+    the plots are drawn: PLOT_NAMES), as written; ``model`` names the model on the page
+    (the writer and the auditor pass the same: :func:`xaytune.app.reports.model_title`);
+    ``errors``: the run's errors.json data (its Errors section, a withheld verdict)."""
+    markdown_text = render_markdown(released, {name: name for name in images}, errors=errors)
+    page = report_page((comparison_view(released, images, model=model, errors=errors),))
     return {
         "report.md": markdown_text.encode(),
         "report.html": render_html(page).encode(),
     }
 
 
-def write_reports(directory: Path, released: ComparisonReport) -> None:
-    """Write report.md, report.html and the plots for a released report."""
-    images = plot_png(released)
+def write_reports(
+    directory: Path,
+    released: ComparisonReport,
+    *,
+    model: str | None = None,
+    errors: dict[str, Any] | None = None,
+) -> None:
+    """Write report.md, report.html and the plots for a released report (no plots for
+    a comparison that is not compared: they would draw its differences)."""
+    withheld = not_compared_text(errors, released) is not None
+    images = {} if withheld else plot_png(released)
     for name, data in images.items():
         atomic_write(directory / name, data)
-    for name, data in rendered_reports(released, images).items():
+    for name, data in rendered_reports(released, images, model=model, errors=errors).items():
         atomic_write(directory / name, data)

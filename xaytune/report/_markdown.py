@@ -6,7 +6,16 @@ and compares byte for byte, so a change here is a change to every verified tree.
 
 from __future__ import annotations
 
+from typing import Any
+
 from xaytune.core.harness_comparison import ComparisonReport
+from xaytune.report._diff import leaf_changes
+from xaytune.report._errors import (
+    errors_markdown,
+    not_compared_text,
+    shows_errors,
+    withheld_markdown,
+)
 from xaytune.report._words import (
     VERDICT_WORDS,
     Sides,
@@ -67,8 +76,18 @@ def warnings(report: ComparisonReport) -> list[str]:
     return [f"**Warning:** {text}" for text in found if text is not None]
 
 
-def render_markdown(report: ComparisonReport, plots: dict[str, str] | None = None) -> str:
-    """report.md: table, relation, comparability, config diff, descriptive statistics."""
+def render_markdown(
+    report: ComparisonReport,
+    plots: dict[str, str] | None = None,
+    *,
+    errors: dict[str, Any] | None = None,
+) -> str:
+    """report.md: table, relation, comparability, config diff, descriptive statistics;
+    with ``errors`` (the run's errors.json data), its Errors section when a side has
+    one, and only what was run when the challenger is not compared (no verdict)."""
+    if not_compared_text(errors, report) is not None:
+        assert errors is not None
+        return withheld_markdown(report, errors, OBJECTIVE_HEADER)
     sides = Sides.letters(report)
     lines = [
         f"# Comparison: {report.a.name} (A) vs {report.b.name} (B)",
@@ -115,8 +134,11 @@ def render_markdown(report: ComparisonReport, plots: dict[str, str] | None = Non
     lines.append(f"- timing: {comparability.timing.status} ({comparability.timing.environment})")
     lines += ["", "## What differs between the candidates", ""]
     lines += warnings(report)
-    for change in report.config_diff:
-        lines.append(f"- `{change.path}`: {change.a!r} → {change.b!r} ({change.change})")
+    # Leaf paths, long values folded to their digest (a 100 KB prompt is not pasted
+    # into a pull-request comment; report.json holds it whole).
+    for change in leaf_changes(report.config_diff):
+        a, b = (side.replace("\n", "\\n") for side in (change.a, change.b))  # one line each
+        lines.append(f"- `{change.path}`: {a} → {b} ({change.change})")
     lines += ["", "## Per metric", ""]
     for name, metric in sorted(report.metrics.items()):
         d = metric.descriptive
@@ -151,6 +173,8 @@ def render_markdown(report: ComparisonReport, plots: dict[str, str] | None = Non
     if plots:
         lines += ["", "## Plots", ""]
         lines += [f"![{name}]({name})" for name in plots]
+    if errors is not None and shows_errors(errors, report):
+        lines += ["", *errors_markdown(errors, report)]
     lines += ["", "## Verdict words", ""]
     lines += [f"- **{word}**: {meaning}" for word, meaning in VERDICT_WORDS.items()]
     return "\n".join(lines) + "\n"

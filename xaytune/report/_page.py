@@ -17,18 +17,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from xaytune.core.harness_comparison import ComparisonReport, MetricComparison
+from xaytune.report._diff import LeafChange, leaf_changes
+from xaytune.report._errors import withheld_view
 from xaytune.report._plots import PAIRED_PLOT, cost_axis, verdict_label
 from xaytune.report._words import (
     SE_ZERO_MARK,
     Sides,
     aa_cell,
     calibration_lines,
+    collapsed_line,
     fmt,
     interval_text,
     method_lines,
     optional_stopping_warning,
     power_cell,
     power_text,
+    ratio_text,
     reruns_warning,
     seed_only_warning,
     verdict_words,
@@ -76,6 +80,7 @@ class ObjectiveView:
     unit: str
     a_mean: str
     b_mean: str
+    ratio: str  # a_mean / b_mean where both are positive, else —
     mean: str
     threshold: str
     interval: str
@@ -117,16 +122,6 @@ class ConditionView:
 
 
 @dataclass(frozen=True, slots=True)
-class ChangeView:
-    """One config path at which the candidates' harnesses differ."""
-
-    path: str
-    change: str
-    a: str
-    b: str
-
-
-@dataclass(frozen=True, slots=True)
 class MetricRow:
     """One metric's summaries on both sides, its paired differences and verdict."""
 
@@ -136,6 +131,7 @@ class MetricRow:
     a_se: str
     b_mean: str
     b_se: str
+    ratio: str
     differences: str
     mean: str
     se: str
@@ -185,12 +181,16 @@ class ComparisonView:
     conditions: tuple[ConditionView, ...]
     timing_status: str
     timing_environment: str
-    config_diff: tuple[ChangeView, ...]
-    metrics: tuple[MetricRow, ...]
+    config_diff: tuple[LeafChange, ...]
+    metrics: tuple[MetricRow, ...]  # objectives first; the rest shown folded
+    collapsed: str  # the one line standing for the folded rows ("" when none)
     wilson: tuple[WilsonRow, ...]
     withheld: tuple[str, ...]
     plots: tuple[PlotView, ...]
     words: tuple[tuple[str, str], ...]
+    model: str | None = None  # the model the comparison ran under, when the run names it
+    # The Errors section (xaytune.report._errors.ErrorsView); None: nothing to show.
+    errors: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +237,7 @@ def _objectives(report: ComparisonReport) -> tuple[ObjectiveView, ...]:
                     unit="",
                     a_mean="—",
                     b_mean="—",
+                    ratio="—",
                     mean="—",
                     threshold="—",
                     interval="—",
@@ -256,6 +257,7 @@ def _objectives(report: ComparisonReport) -> tuple[ObjectiveView, ...]:
                 unit=metric.unit or "",
                 a_mean=fmt(metric.a.mean),
                 b_mean=fmt(metric.b.mean),
+                ratio=ratio_text(metric.a.mean, metric.b.mean),
                 mean=fmt(metric.mean),
                 threshold=fmt(metric.threshold),
                 interval=interval_text(metric),
@@ -368,6 +370,7 @@ def _metric_row(report: ComparisonReport, name: str, metric: MetricComparison) -
         a_se=fmt(metric.a.execution_se),
         b_mean=fmt(metric.b.mean),
         b_se=fmt(metric.b.execution_se),
+        ratio=ratio_text(metric.a.mean, metric.b.mean),
         differences=", ".join(fmt(d.difference) for d in metric.differences) or "—",
         mean=fmt(metric.mean),
         se=fmt(metric.se),
@@ -404,9 +407,21 @@ def _plots(report: ComparisonReport, images: dict[str, bytes]) -> tuple[PlotView
     )
 
 
-def comparison_view(report: ComparisonReport, images: dict[str, bytes]) -> ComparisonView:
-    """The page's view of one released comparison and its plots (name -> PNG bytes)."""
+def comparison_view(
+    report: ComparisonReport,
+    images: dict[str, bytes],
+    *,
+    model: str | None = None,
+    errors: dict[str, Any] | None = None,
+) -> ComparisonView:
+    """The page's view of one released comparison and its plots (name -> PNG bytes);
+    ``model`` names the model it ran under (a run with several models has a page per
+    model, and each must say which); ``errors``: the run's errors.json data, for the
+    Errors section and a withheld comparison (xaytune.report._errors)."""
     sides = Sides.names(report)
+    # Objectives first; every other metric (not compared) is folded behind one line.
+    ordered = sorted(report.metrics.items(), key=lambda item: (item[1].objective is None, item[0]))
+    folded = [metric for _, metric in ordered if metric.objective is None]
     comparability = report.comparability
     wilson = tuple(
         WilsonRow(
@@ -421,7 +436,7 @@ def comparison_view(report: ComparisonReport, images: dict[str, bytes]) -> Compa
         for run in metric.descriptive.wilson
     )
     words = verdict_words(sides)
-    return ComparisonView(
+    view = ComparisonView(
         a=report.a.name,
         b=report.b.name,
         relation=_badge(report.relation, report),
@@ -440,23 +455,16 @@ def comparison_view(report: ComparisonReport, images: dict[str, bytes]) -> Compa
         conditions=_conditions(report),
         timing_status=comparability.timing.status,
         timing_environment=str(comparability.timing.environment),
-        config_diff=tuple(
-            ChangeView(
-                c.path,
-                c.change,
-                "(absent)" if c.change == "added" else _value(c.a),
-                "(absent)" if c.change == "removed" else _value(c.b),
-            )
-            for c in report.config_diff
-        ),
-        metrics=tuple(
-            _metric_row(report, name, metric) for name, metric in sorted(report.metrics.items())
-        ),
+        config_diff=leaf_changes(report.config_diff),
+        metrics=tuple(_metric_row(report, name, metric) for name, metric in ordered),
+        collapsed=collapsed_line(folded) if folded else "",
         wilson=wilson,
         withheld=tuple(report.withheld),
         plots=_plots(report, images),
         words=tuple(words.items()),
+        model=model,
     )
+    return withheld_view(view, report, errors)
 
 
 def report_page(comparisons: tuple[ComparisonView, ...]) -> ReportPage:
@@ -466,4 +474,7 @@ def report_page(comparisons: tuple[ComparisonView, ...]) -> ReportPage:
         title = f"{only.a} vs {only.b}"
     else:
         title = f"{len(comparisons)} comparisons"
+    model = comparisons[0].model if comparisons else None
+    if model is not None:
+        title += f", model {model}"
     return ReportPage(title=title, comparisons=comparisons)

@@ -8,6 +8,7 @@ say "A"/"B" (their bytes are pinned), report.html says the candidates' names.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xaytune.core.harness_comparison import ComparisonReport, MetricComparison
@@ -20,6 +21,7 @@ __all__ = [
     "aa_cell",
     "calibrate_caveat",
     "calibration_lines",
+    "collapsed_line",
     "fmt",
     "interval_text",
     "looks_lines",
@@ -28,6 +30,7 @@ __all__ = [
     "pct",
     "power_cell",
     "power_text",
+    "ratio_text",
     "relation_bound",
     "reruns_warning",
     "seed_only_warning",
@@ -85,6 +88,31 @@ def fmt(value: float | None, digits: int = 4) -> str:
 def pct(value: float | None) -> str:
     """A rate as a percentage with one decimal; — for none."""
     return "—" if value is None else f"{value:.1%}"
+
+
+def ratio_text(a: float | None, b: float | None) -> str:
+    """The ratio of the two sides' means, a / b, as "15.8×", where both are positive
+    (a ratio of a zero or negative mean says nothing); — otherwise. Computed from the
+    same published means the difference is."""
+    if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
+        return "—"
+    if a <= 0 or b <= 0:
+        return "—"
+    return f"{fmt(a / b, 3)}×"
+
+
+def collapsed_line(metrics: list[MetricComparison]) -> str:
+    """The one line that stands for the metrics shown folded (not objectives): how
+    many, grouped by why they were not compared, absent ones named."""
+    groups: dict[str, list[str]] = {}
+    for metric in metrics:
+        groups.setdefault(metric.reason or metric.verdict, []).append(metric.metric)
+    parts = []
+    for reason, names in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0])):
+        named = "" if reason == "not-an-objective" else f" ({', '.join(sorted(names))})"
+        parts.append(f"{len(names)} {reason}{named}")
+    noun = "metric" if len(metrics) == 1 else "metrics"
+    return f"{len(metrics)} more {noun}, not compared: " + "; ".join(parts)
 
 
 def interval_text(metric: MetricComparison) -> str:

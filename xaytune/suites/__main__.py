@@ -6,14 +6,20 @@
     python -m xaytune.suites verify suites/my-suite
     python -m xaytune.suites generate-arith-tools --out xaytune/suites/data/arith-tools
     python -m xaytune.suites bfcl          # build (once) and verify the BFCL suites
+    python -m xaytune.suites bfcl bfcl-parallel      # ...or only the ones named
 
 The source is JSONL, a JSON array, CSV or Parquet (by extension, or ``--format``). A
 row ``{"id", "input", "answer", "attachments"?, "metadata"?}`` is a task as it is; any
 other row is mapped: ``--id-field`` (default ``id``; none: rows are numbered
 ``row-1``, ...), ``--input-fields`` (default: every other field), ``--answer-field``
 (default ``answer``), ``--template "Q: {question} C: {context}"`` (the input becomes
-``{"question": <text>}``). Answers go to the held-out reference file only. Errors are
-one line naming the file and row, exit code 2.
+``{"question": <text>}``), ``--reference-fields test,entry_point`` (the reference is
+the object of those fields, for a scorer such as ``execution``), ``--id-rule
+normalise`` (``HumanEval/0`` becomes ``HumanEval-0``; two ids that meet are refused),
+``--json-inputs`` (an input field holding an object or a list becomes its JSON text).
+A source named ``*.gz`` (or ``*.zst`` with the zstandard package) is decompressed
+first. Answers go to the held-out reference file only. Errors are one line naming the
+file and row, exit code 2.
 
 The source is read within the limits of ``xaytune.core.limits`` (the README's
 "Limits" table): a line over ``MAX_SUITE_LINE_BYTES``, a file over
@@ -32,7 +38,7 @@ from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import SuiteError, XaytuneError
 from xaytune.suites._arith_generator import generate_arith_tools
 from xaytune.suites._build import build_suite, build_suite_from_file
-from xaytune.suites._mapping import FieldMapping
+from xaytune.suites._mapping import ID_RULES, FieldMapping
 from xaytune.suites._readers import FORMATS
 
 
@@ -63,15 +69,33 @@ def main(argv: list[str] | None = None) -> int:
     )
     build.add_argument("--answer-field", default="answer", help="default: answer")
     build.add_argument("--template", help='e.g. "Q: {question} C: {context}"')
+    build.add_argument(
+        "--reference-fields",
+        help="comma-separated fields that make the reference, as one object "
+        "(e.g. test,entry_point; instead of --answer-field)",
+    )
+    build.add_argument(
+        "--json-inputs",
+        action="store_true",
+        help="write an input field holding an object or a list as its JSON text",
+    )
+    build.add_argument(
+        "--id-rule",
+        choices=ID_RULES,
+        default="strict",
+        help="strict: refuse an id with other characters than letters, digits, '.', '_', "
+        "'-'; normalise: replace each run of them with '-' (HumanEval/0 -> HumanEval-0)",
+    )
     arith = commands.add_parser(
         "generate-arith-tools", help="regenerate the built-in arith-tools suite (deterministic)"
     )
     arith.add_argument("--out", required=True, help="new directory for the suite")
     verify = commands.add_parser("verify", help="verify a suite directory's digests")
     verify.add_argument("path")
-    commands.add_parser(
+    bfcl = commands.add_parser(
         "bfcl", help="build the BFCL suites from the installed wheel (once) and verify them"
     )
+    bfcl.add_argument("names", nargs="*", help="suites to build (default: every category)")
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
@@ -90,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "bfcl":
             from xaytune.suites.bfcl import BFCL_SUITES, bfcl_suite_path
 
-            for name in BFCL_SUITES:
+            for name in args.names or BFCL_SUITES:
                 source = SuiteSource(bfcl_suite_path(name))
                 source.reference_strings()
                 _say(
@@ -119,11 +143,21 @@ def _mapping(args: argparse.Namespace) -> FieldMapping:
         fields = tuple(field.strip() for field in args.input_fields.split(","))
         if not all(fields):
             raise SuiteError("bad-record", f"--input-fields {args.input_fields!r}: an empty name")
+    references = None
+    if args.reference_fields is not None:
+        references = tuple(field.strip() for field in args.reference_fields.split(","))
+        if not all(references):
+            raise SuiteError(
+                "bad-record", f"--reference-fields {args.reference_fields!r}: an empty name"
+            )
     return FieldMapping(
         id_field=args.id_field,
         input_fields=fields,
         answer_field=args.answer_field,
         template=args.template,
+        reference_fields=references,
+        id_rule=args.id_rule,
+        json_inputs=args.json_inputs,
     )
 
 

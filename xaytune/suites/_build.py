@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -210,17 +211,18 @@ def build_suite_from_file(
     """Build a suite from a JSONL, JSON array, CSV or Parquet file of tasks with answers.
 
     ``fmt`` is one of ``jsonl``, ``json``, ``csv``, ``parquet`` (default: from the
-    extension); ``mapping`` says which fields make a task (default: a row with an
-    ``input`` object is a task record, any other row maps every field but ``id`` and
-    ``answer`` to the input). Readers and refusals: :mod:`xaytune.suites._readers`;
-    the mapping and its refusals: :mod:`xaytune.suites._mapping`. Answers go to the
-    held-out reference file only.
+    extension, after a ``.gz`` / ``.zst`` one, which is decompressed); ``mapping`` says
+    which fields make a task (default: a row with an ``input`` object is a task record,
+    any other row maps every field but ``id`` and ``answer`` to the input). Readers and
+    refusals: :mod:`xaytune.suites._readers`; the mapping and its refusals:
+    :mod:`xaytune.suites._mapping`. Answers go to the held-out reference file only.
     """
     path = Path(source)
     mapping = mapping or FieldMapping()
     mapping.template_fields()  # a bad template is refused before the source is read
-    rows = read_rows(path, detect_format(path, fmt))
-    tasks, references = map_rows(rows, mapping)
+    # Closed on a refusal too: a compressed source's temporary copy goes at once.
+    with contextlib.closing(read_rows(path, detect_format(path, fmt))) as rows:
+        tasks, references = map_rows(rows, mapping)
     return build_suite(
         out_dir, name=name, version=version, tasks=tasks, references=references, where=str(path)
     )

@@ -19,28 +19,45 @@ NaN literal). Refusals, each one line naming the file (and the row when there is
 - ``bad-parquet``: a file pyarrow cannot read; ``parquet-missing``: pyarrow is not
   installed (``pip install "xaytune[parquet]"``);
 - ``suite-missing``: the source cannot be read.
+
+Compressed sources: a name ending in ``.gz`` is gzip, ``.zst`` is Zstandard (only
+when the ``zstandard`` package is installed: else ``zstd-missing``, saying how to
+install it; xaytune does not depend on it); the format is then the extension before
+it (``tasks.jsonl.gz`` is JSONL). The source is decompressed into a private temporary
+file (removed once read), bounded as the file itself would be: past
+``MAX_SUITE_FILE_BYTES`` of decompressed data it is ``too-large`` (a small file that
+inflates without end is refused, never written whole); a corrupt or truncated stream
+is ``bad-compression``. Refusals name the compressed file, as for an uncompressed one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import gzip
 import json
 import os
+import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from xaytune.core import limits
 from xaytune.core.domain.benchmark import load_jsonl_objects
 from xaytune.core.errors import SuiteError
 from xaytune.core.limits import LimitError, iter_lines, quote, read_bounded
 
-__all__ = ["FORMATS", "detect_format", "read_rows"]
+__all__ = ["COMPRESSIONS", "FORMATS", "detect_format", "read_rows"]
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
+COMPRESSIONS = {".gz": "gzip", ".zst": "zstd"}
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv"}
 _EXTENSIONS |= {".parquet": "parquet", ".pq": "parquet"}
 _PARQUET_BATCH = 1024
+# zstd input per call: 1 kB of RLE blocks (4 bytes for up to 128 kB each) inflates to
+# at most ~32 MB held at once.
+_ZSTD_INPUT = 1024
 
 Row = tuple[str, dict[str, Any]]
 
@@ -54,18 +71,108 @@ def detect_format(path: Path, declared: str | None = None) -> str:
                 "unknown-format", f"{path}: format {quote(declared)} is not one of {FORMATS}"
             )
         return declared
-    return _EXTENSIONS.get(path.suffix.lower(), "jsonl")
+    suffix = path.suffix.lower()
+    if suffix in COMPRESSIONS:
+        suffix = Path(path.stem).suffix.lower()
+    return _EXTENSIONS.get(suffix, "jsonl")
 
 
 def read_rows(path: Path, fmt: str) -> Iterator[Row]:
-    """The rows of ``path`` read as ``fmt`` (see the module docstring)."""
+    """The rows of ``path`` read as ``fmt``, decompressed first when its name ends in
+    ``.gz`` or ``.zst`` (see the module docstring)."""
     readers = {"jsonl": _jsonl, "json": _json_array, "csv": _csv, "parquet": _parquet}
+    compression = COMPRESSIONS.get(path.suffix.lower())
     try:
-        yield from readers[fmt](path)
+        with contextlib.ExitStack() as stack:
+            source: Path | _Shown = path
+            if compression is not None:
+                directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="xaytune-"))
+                source = _decompressed(path, compression, Path(directory) / path.stem)
+            yield from readers[fmt](source)  # type: ignore[arg-type]
     except OSError as error:
         raise SuiteError("suite-missing", f"{path}: cannot read ({error.strerror})") from None
     except LimitError as error:
         raise SuiteError(error.reason, error.detail) from None
+
+
+class _Shown(os.PathLike[str]):
+    """A decompressed copy that opens as itself and prints as the user's file, so a
+    refusal names ``tasks.jsonl.gz: line 3``, never a temporary path."""
+
+    def __init__(self, copy: Path, shown: Path) -> None:
+        self.copy, self.shown = copy, shown
+
+    def __fspath__(self) -> str:
+        return str(self.copy)
+
+    def __str__(self) -> str:
+        return str(self.shown)
+
+
+def _decompressed(path: Path, compression: str, copy: Path) -> _Shown:
+    """``path`` decompressed into ``copy``, at most ``MAX_SUITE_FILE_BYTES``."""
+    limit = limits.MAX_SUITE_FILE_BYTES
+    written = 0
+    with open(path, "rb") as raw, open(copy, "wb") as out:
+        chunks = _gunzip(raw, path) if compression == "gzip" else _unzstd(raw, path)
+        for chunk in chunks:
+            written += len(chunk)
+            if written > limit:
+                raise SuiteError(
+                    "too-large",
+                    f"{path}: decompresses to more than {limit:,} bytes (MAX_SUITE_FILE_BYTES)",
+                )
+            out.write(chunk)
+    return _Shown(copy, path)
+
+
+def _gunzip(raw: BinaryIO, path: Path) -> Iterator[bytes]:
+    """The bytes of a gzip stream, a bounded read at a time; a truncated or corrupt
+    stream is ``bad-compression``."""
+    try:
+        with gzip.GzipFile(fileobj=raw) as stream:
+            while chunk := stream.read(1 << 20):
+                yield chunk
+    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+        raise SuiteError(
+            "bad-compression", f"{path}: not a whole gzip stream ({_problem(error)})"
+        ) from None
+
+
+def _unzstd(raw: BinaryIO, path: Path) -> Iterator[bytes]:
+    """The bytes of a Zstandard stream (one frame after another). The input is fed a
+    few kB at a time, so no call can inflate into more than a few tens of MB; a stream
+    that ends inside a frame (truncated) is ``bad-compression``, never a shorter file
+    (``zstandard``'s stream reader would end early without a word)."""
+    try:
+        import zstandard
+    except ImportError:
+        raise SuiteError(
+            "zstd-missing",
+            f"{path}: reading .zst needs the zstandard package (pip install zstandard), or "
+            "decompress it first (zstd -d)",
+        ) from None
+    frame = zstandard.ZstdDecompressor().decompressobj()
+    started = False
+    try:
+        while data := raw.read(_ZSTD_INPUT):
+            while data:
+                started = True
+                yield frame.decompress(data)
+                data = b""
+                if frame.eof:  # the next frame starts in what this one left
+                    data, frame = frame.unused_data, zstandard.ZstdDecompressor().decompressobj()
+                    started = bool(data)
+    except zstandard.ZstdError as error:
+        raise SuiteError(
+            "bad-compression", f"{path}: not a whole zstd stream ({_problem(error)})"
+        ) from None
+    if started and not frame.eof:
+        raise SuiteError("bad-compression", f"{path}: not a whole zstd stream (truncated)")
+
+
+def _problem(error: BaseException) -> str:
+    return limits.clip(" ".join(str(error).split()) or type(error).__name__, 120)
 
 
 def _jsonl(path: Path) -> Iterator[Row]:

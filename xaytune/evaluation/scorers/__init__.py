@@ -23,6 +23,18 @@ signatures and parameters are refused there, before any measurement) and again, 
 instantiated once, per measurement; it is called once per attested task that has an
 extracted answer (the tasks without one score 0 or are absent without a call).
 
+A scorer may declare which tasks it handles: ``__xaytune_accepts__(task)`` (an
+attribute of the function or class) returns None for a task it handles, else why not in
+one line; binding the evaluation over a suite with any other task is refused
+(``scorer-unsuited``), before any model call (the BFCL scorers do: ``bfcl-ast`` checks
+only the AST categories).
+
+A scorer must be deterministic: the same answer and reference, the same verdict and
+reason (no randomness, no clock, no state kept between calls). ``python -m
+xaytune.verify`` recomputes every outcome evaluation from the evidence and names, in
+one line each, the tasks whose verdict differs from the recorded one
+(``evaluation-mismatch``); ``execution`` runs the answers again in its sandbox there.
+
 A scorer that raises, or returns anything other than a ``bool`` or a :class:`Score`,
 makes the evaluation refuse: ``EvaluationError("scorer-failed")`` naming the task and
 the scorer, never a silent 0. Built-ins raise for a reference they cannot read.
@@ -54,6 +66,11 @@ Built-ins (by config name)
   ``f1=<value>``.
 * ``json``: both parsed as JSON and equal in RFC 8785 canonical form; an answer that is
   not JSON fails ``not-json``; a reference that is not JSON is ``scorer-failed``.
+* ``execution`` (``wall_s``, ``cpu_s``, ``memory_mb``, ``output_kb``, ``tests_field``,
+  ``entry_point_field``, ``prepend_field``): the answer is code, run against the
+  reference's tests in a sandboxed child process (``xaytune.evaluation.scorers.execution``;
+  limits and threat model in ``_sandbox``); the reason is how the run ended (``passed``,
+  ``failed: ...``, ``timeout: ...``, ``forbidden: ...``, ...).
 
 Each built-in's module docstring states its edge cases exactly.
 """
@@ -65,20 +82,30 @@ from xaytune.evaluation.scorers._json import json
 from xaytune.evaluation.scorers._numeric import numeric
 from xaytune.evaluation.scorers._regex import regex
 from xaytune.evaluation.scorers._resolve import ResolvedScorer, resolve_scorer
+from xaytune.evaluation.scorers._sandbox import (
+    SandboxLimits,
+    SandboxResult,
+    network_isolation,
+    run_in_sandbox,
+)
 from xaytune.evaluation.scorers._score import Score
 from xaytune.evaluation.scorers._text import f1, normalized_text
 
 __all__ = [
     "ResolvedScorer",
+    "SandboxLimits",
+    "SandboxResult",
     "Score",
     "choice",
     "exact",
     "f1",
     "includes",
     "json",
+    "network_isolation",
     "normalise",
     "normalized_text",
     "numeric",
     "regex",
     "resolve_scorer",
+    "run_in_sandbox",
 ]

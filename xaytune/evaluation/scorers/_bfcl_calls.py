@@ -1,11 +1,11 @@
-"""What both BFCL checkers read of an environment task's call record."""
+"""What the BFCL checkers read of an environment task's call record."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-__all__ = ["decoded_arguments"]
+__all__ = ["bfcl_language", "decoded_arguments", "decoded_call"]
 
 
 def decoded_arguments(call: dict[str, Any]) -> dict[str, Any] | None:
@@ -19,3 +19,26 @@ def decoded_arguments(call: dict[str, Any]) -> dict[str, Any] | None:
         except ValueError:
             return None
     return arguments if isinstance(arguments, dict) else None
+
+
+def decoded_call(call: dict[str, Any]) -> dict[str, Any] | str:
+    """``{name: arguments}`` as BFCL's function-calling ``decode_ast`` makes it, or the
+    failure as ``"<BFCL error type>: <message>"``: arguments that are not JSON are
+    ``ast_decoder:decoder_failed``, JSON that is not an object
+    ``ast_decoder:decoder_wrong_output_format``."""
+    arguments = call.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError as error:
+            return f"ast_decoder:decoder_failed: Invalid syntax. Failed to decode AST. {error}"
+    if not isinstance(arguments, dict):
+        return "ast_decoder:decoder_wrong_output_format: Did not output in the specified format."
+    return {str(call.get("name")): arguments}
+
+
+def bfcl_language(category: str) -> str:
+    """The language BFCL checks a category's calls in (``is_java``, ``is_js``)."""
+    if "javascript" in category:
+        return "javascript"
+    return "java" if "java" in category else "python"

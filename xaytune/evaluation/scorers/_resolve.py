@@ -6,7 +6,9 @@ Refusals: the registry's (:class:`PluginError` ``unknown-part``, ``import-failed
 signature that does not take the answer and the reference), ``bad-part-params``
 (parameters the signature does not accept, ``match`` given as a parameter, a class
 whose constructor raises); :class:`EvaluationError` ``scorer-mismatch`` (the config
-pins other code than the scorer's current code) and, per task, ``scorer-failed``.
+pins other code than the scorer's current code), ``scorer-unsuited`` (a scorer that
+declares the tasks it handles, ``__xaytune_accepts__``, given a suite with another
+task: see :meth:`ResolvedScorer.check_tasks`) and, per task, ``scorer-failed``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,22 @@ class ResolvedScorer:
     params: dict[str, Any]
     call: Callable[[str, str], object]
     where: str
+    # The scorer's ``__xaytune_accepts__(task) -> None | why not``, if it declares one.
+    accepts: Callable[[Any], str | None] | None = None
+
+    def check_tasks(self, tasks: Any) -> None:
+        """Refuse (``scorer-unsuited``) when the scorer declares which tasks it handles
+        and one of ``tasks`` is not among them: checked when the evaluation is bound,
+        before any model call."""
+        if self.accepts is None:
+            return
+        for task in tasks:
+            why = self.accepts(task)
+            if why is not None:
+                raise EvaluationError(
+                    "scorer-unsuited",
+                    f"{self.where}: scorer {self.name!r} does not handle task {task.id!r}: {why}",
+                )
 
     def score(self, answer: str, reference: str, *, task_id: str) -> Score:
         """The scorer's verdict on one task; refuses (``scorer-failed``) when the
@@ -100,7 +118,15 @@ def resolve_scorer(spec: ScorerSpec, match: MatchRule, *, where: str) -> Resolve
     else:
         params = _params(part, 2, spec, match, where)
         call = functools.partial(part, **params)
-    return ResolvedScorer(name=name, code=code, params=params, call=call, where=where)
+    accepts = getattr(part, "__xaytune_accepts__", None)
+    return ResolvedScorer(
+        name=name,
+        code=code,
+        params=params,
+        call=call,
+        where=where,
+        accepts=accepts if callable(accepts) else None,
+    )
 
 
 def _params(part: Any, skip: int, spec: ScorerSpec, match: MatchRule, where: str) -> dict[str, Any]:

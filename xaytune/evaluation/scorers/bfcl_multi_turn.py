@@ -1,5 +1,13 @@
 """``bfcl-multi-turn``: BFCL's multi-turn checker as a scorer.
 
+Categories: ``multi_turn_base``, ``multi_turn_miss_func``, ``multi_turn_miss_param``,
+``multi_turn_long_context`` (the environment ``bfcl-multi-turn``); a task of another
+kind is refused when the evaluation is bound, before any model call
+(``scorer-unsuited``: see :func:`bfcl_multi_turn_accepts`). The environment params
+carry what BFCL reads of the category: ``long_context`` (the scenarios load their long
+versions) and ``held_out`` (functions offered from a later turn on; the checker runs
+every call the model made, as BFCL's does).
+
 The answer is an environment task's call record (``xaytune.harness.environment``:
 ``{"environment": {"name": "bfcl-multi-turn", "params"}, "turns": [[{"name",
 "arguments"}, ...], ...]}``); the reference is ``{"turns": [[<ground-truth call>, ...],
@@ -14,7 +22,9 @@ for each user turn, in order,
    executes a call (a failure is the result ``"Error during execution: ..."``); a model
    call's arguments are its JSON text read as BFCL reads it (``json.loads``: ``20.0`` is
    a float, ``20`` an integer); arguments that are not a JSON object cannot be decoded,
-   and the call is not executed;
+   and the call is not executed (BFCL decodes one reply's calls together and skips the
+   whole reply when one fails: the call record keeps calls, not replies, so each call
+   is decoded on its own here; the tests check agreement with one call per reply);
 2. a turn with ground-truth calls in which the model made none fails
    (``multi_turn:empty_turn_model_response``); a turn without ground-truth calls is not
    checked (its calls still change the state the next turn starts from);
@@ -24,10 +34,12 @@ for each user turn, in order,
    turn and the turns before, each matched once, in any order
    (``multi_turn:execution_response_mismatch``, naming how many are missing).
 
-Success when every turn passes; the reason names the first failure (turn index from
-0). An answer that is not a ``bfcl-multi-turn`` call record, or a reference that is not
-parseable ground truth, makes the scorer raise (``scorer-failed``): the suite and the
-scorer do not belong together.
+An answer with another number of turns than the ground truth (the attempt stopped
+before the last user turn) fails ``multi_turn:force_terminated``, as BFCL fails a run
+its inference loop cut short. Success when every turn passes; the reason names the
+first failure (turn index from 0). An answer that is not a ``bfcl-multi-turn`` call
+record, or a reference that is not parseable ground truth, makes the scorer raise
+(``scorer-failed``): the suite and the scorer do not belong together.
 """
 
 from __future__ import annotations
@@ -39,7 +51,7 @@ from xaytune.evaluation.scorers._bfcl_calls import decoded_arguments
 from xaytune.evaluation.scorers._score import Score
 from xaytune.suites.bfcl._environment import BfclMultiTurnEnvironment, parse_call
 
-__all__ = ["bfcl_multi_turn"]
+__all__ = ["bfcl_multi_turn", "bfcl_multi_turn_accepts"]
 
 
 def _record(answer: str) -> tuple[dict[str, Any], list[list[dict[str, Any]]]]:
@@ -67,6 +79,12 @@ def bfcl_multi_turn(answer: str, reference: str) -> Score:
     params, turns = _record(answer)
     truth = json.loads(reference)["turns"]
     calls = [[parse_call(source) for source in turn] for turn in truth]
+    if len(turns) != len(truth):
+        return Score(
+            success=False,
+            reason=f"multi_turn:force_terminated: the answer has {len(turns)} turns, the "
+            f"ground truth {len(truth)}",
+        )
     mine, expected = BfclMultiTurnEnvironment(**params), BfclMultiTurnEnvironment(**params)
     results_so_far: list[str] = []
     for index, truth_calls in enumerate(calls):
@@ -101,10 +119,19 @@ def bfcl_multi_turn(answer: str, reference: str) -> Score:
     return Score(success=True)
 
 
+def bfcl_multi_turn_accepts(task: Any) -> str | None:
+    """None when ``task`` is a task this scorer checks; else why not (one line)."""
+    environment = getattr(task, "environment", None)
+    if environment is None or environment.name != "bfcl-multi-turn":
+        return "not a BFCL multi-turn task (environment bfcl-multi-turn)"
+    return None
+
+
+bfcl_multi_turn.__xaytune_accepts__ = bfcl_multi_turn_accepts  # type: ignore[attr-defined]
 # Its rule runs BFCL's API classes: their code is part of this scorer's identity.
 bfcl_multi_turn.__xaytune_sources__ = (  # type: ignore[attr-defined]
     "xaytune.evaluation.scorers._bfcl_calls",
     "xaytune.suites.bfcl._environment",
     *BfclMultiTurnEnvironment.__xaytune_sources__,
 )
-bfcl_multi_turn.__xaytune_version__ = "1"  # type: ignore[attr-defined]
+bfcl_multi_turn.__xaytune_version__ = "2"  # type: ignore[attr-defined]

@@ -24,7 +24,7 @@ from xaytune.harness.evidence.attempt_file import parse_line, split_attempt
 from xaytune.harness.evidence.journal import check_journaled
 from xaytune.harness.evidence.trajectory import verify_chain
 
-__all__ = ["AttemptView", "Block", "EventView", "read_attempt"]
+__all__ = ["AttemptView", "Block", "EventView", "error_cause", "read_attempt"]
 
 # Raw bytes of an attempt that does not verify shown at most (the rest is elided).
 RAW_LIMIT = 64 * 1024
@@ -68,6 +68,8 @@ class AttemptView:
     spend: tuple[tuple[str, str], ...] = ()
     events: tuple[EventView, ...] = ()
     raw: str = ""
+    cause: str | None = None
+    cause_detail: str | None = None
 
     @property
     def budget_stop(self) -> bool:
@@ -146,6 +148,45 @@ def _event_view(event: dict[str, Any]) -> EventView:
         title = str(kind)
         blocks.append(Block("event", json.dumps(v, ensure_ascii=False, sort_keys=True), pre=True))
     return EventView(seq if isinstance(seq, int) else -1, str(kind), title, tuple(blocks))
+
+
+def error_cause(
+    status: str, terminal: str | None, recovered: bool, events: list[dict[str, Any]]
+) -> tuple[str | None, str | None]:
+    """Why an attempt ended without an answer, as (cause, detail), read from its sealed
+    events: ``model error: <reason>``, ``context-overflow``, ``cancelled``, ``crash:
+    <exception type>`` (detail: the recorded "Type: message"), ``timeout:
+    attempt-timeout``, ``interrupted``, ``recovered after a process crash``; (None,
+    None) for an answer or a budget stop (an outcome of the harness, not an error)."""
+    payloads = {}
+    for event in events:
+        if isinstance(event, dict) and isinstance(event.get("v"), dict):
+            payloads.setdefault(event.get("type"), []).append(event["v"])
+    last_model_error = (payloads.get("model_error") or [{}])[-1]
+    if status == "complete":
+        if terminal == "model-error":
+            return f"model error: {last_model_error.get('reason', 'unknown')}", _text(
+                last_model_error.get("message", "")
+            )
+        if terminal in ("context-overflow", "cancelled"):
+            return terminal, _text(last_model_error.get("message", "")) or None
+        return None, None
+    if "crashed" in payloads:
+        crashed = payloads["crashed"][-1]
+        error = _text(crashed.get("error", ""))
+        kind, _, rest = (part.strip() for part in error.partition(":"))
+        if kind == "ModelUnavailable":  # the endpoint, not the harness: no outcome
+            return f"model unavailable: {rest.split(':', 1)[0] or 'unknown'}", error
+        part = f"{crashed['part']} " if isinstance(crashed.get("part"), str) else ""
+        return f"crash: {part}{kind or 'unknown'}", error
+    if "timed-out" in payloads:
+        timed_out = payloads["timed-out"][-1]
+        return f"timeout: {timed_out.get('reason')}", f"deadline {timed_out.get('deadline_s')} s"
+    if "interrupted" in payloads:
+        return "interrupted", f"by {payloads['interrupted'][-1].get('by')}"
+    if recovered:
+        return "recovered after a process crash", None
+    return "partial", None
 
 
 def _spend(spend: dict[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -228,6 +269,9 @@ def read_attempt(
         problem = f"changed: {shown_as}: {error}"
         return AttemptView(number, shown_as, False, problem, raw=_raw(path)), first_spec
     outcome = seal["outcome"] or {}
+    cause, cause_detail = error_cause(
+        seal["status"], outcome.get("terminal"), bool(seal["recovered"]), events
+    )
     view = AttemptView(
         number,
         shown_as,
@@ -240,5 +284,7 @@ def read_attempt(
         detail=outcome.get("detail"),
         spend=_spend(seal["spend"]),
         events=tuple(_event_view(e) for e in events if isinstance(e, dict)),
+        cause=cause,
+        cause_detail=cause_detail,
     )
     return view, rebuilt.spec_line

@@ -1,82 +1,115 @@
-"""The viewer's static site: an index of tasks with filters, and a page per task.
+"""The viewer's static site over one run: the comparison, the tasks behind each verdict,
+every task's transcripts.
 
-Layout of the output directory (every page self-contained: inline CSS, no script,
-relative links only)::
+Layout of the output directory (relative links only; every page works from
+``file://``; only ``index.html`` carries a script, inline)::
 
-    index.html                  all tasks, page 1 (200 tasks a page)
-    all-<n>.html                all tasks, page n
+    index.html                  the entry page: the run's state, each challenger's
+                                relation and objectives' verdicts (each verdict links
+                                to its ranked tasks), error causes grouped, and a task
+                                explorer (search by task id or input, sort by any
+                                column, a filter for every objective; its state is
+                                kept in the URL's fragment: #q=...&filter=...&sort=...)
+    objective-<label>-<metric>.html
+                                one objective of one comparison: the tasks ranked by
+                                their contribution to its mean paired difference
     <filter>.html, <filter>-<n>.html
-                                the tasks a filter keeps, paginated alike
-    tasks/<task id>.html        one task: per seed, each candidate's outcome and its
-                                attempts' transcripts side by side
+                                the tasks a filter keeps, 200 a page (``all.html``:
+                                every task), readable without a script
+    tasks/<task id>.html        one task: its input, its reference answer, per seed
+                                each candidate's outcome and scorer reasons, and the
+                                attempts' transcripts side by side, one column per
+                                candidate
 
-Filters, per seed where both candidates ran the task (``a`` is the baseline, every
-other candidate a challenger): ``regressions`` (the baseline succeeded, a
-challenger failed), ``improvements`` (the reverse), ``both-wrong``, ``errors`` (an
-attempt sealed partial, or ended in a model error, a context overflow or a
-cancellation), ``budget-stops``, ``does-not-verify`` (an attempt or the replicate's
-record fails its check). A task's outcome is shown only when its record and every
-attempt verify. Writing is one pass over the tasks (each attempt file read, verified
-and rendered once), then the index pages: linear in the run's size.
+Filters: :mod:`xaytune.report.viewer._filters`. A task's outcome is shown only when its
+record and every attempt verify. Writing is one pass over the tasks (each attempt file
+read, verified and rendered once), then the index pages: linear in the run's size.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from xaytune.core.errors import XaytuneError
-from xaytune.harness.evidence._rebuild_attempt import Expected
-from xaytune.harness.evidence.journal import read_journal
-from xaytune.harness.evidence.store import HarnessEvidenceStore, attempt_paths
 from xaytune.report._jinja import render
-from xaytune.report.viewer._attempts import AttemptView, read_attempt
-from xaytune.report.viewer._tree import Replicate, RunTree
+from xaytune.report.viewer._attempts import AttemptView
+from xaytune.report.viewer._comparison import read_comparisons
+from xaytune.report.viewer._explorer import explorer_json, task_text
+from xaytune.report.viewer._filters import (
+    BASE_FILTERS,
+    filter_titles,
+    objective_filters,
+    outcome_filters,
+)
+from xaytune.report.viewer._replicate import NOT_ASSIGNED, Cell, ReplicateReader
+from xaytune.report.viewer._tree import RunTree
 
-__all__ = ["FILTERS", "PAGE_SIZE", "Cell", "Site", "TaskRow", "write_site"]
+__all__ = [
+    "FILTERS",
+    "PAGE_SIZE",
+    "CauseGroup",
+    "Cell",
+    "ModelsNav",
+    "Site",
+    "TaskRow",
+    "write_site",
+]
 
 PAGE_SIZE = 200
-FILTERS = (
-    "all",
-    "regressions",
-    "improvements",
-    "both-wrong",
-    "errors",
-    "budget-stops",
-    "does-not-verify",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Cell:
-    """One candidate on one seed for one task, as the index shows it.
-
-    ``state``: success, failure, score (a value other than 0 or 1), absent,
-    not-assigned, does-not-verify (an attempt, the record, or the store)."""
-
-    state: str
-    label: str
-    notes: tuple[str, ...] = ()
-    problem: str | None = None
+FILTERS = BASE_FILTERS
+# Task ids a cause group lists on the entry page (the rest are counted).
+CAUSE_TASKS_SHOWN = 30
+# Ranked tasks shown under each verdict on the entry page (the objective page has all).
+RANKED_SHOWN = 5
 
 
 @dataclass(frozen=True, slots=True)
 class TaskRow:
-    """One task in the index: a cell per (seed, candidate), and its filters."""
+    """One task in the index: a cell per (seed, candidate), its filters, the error
+    causes of its attempts, and its input as one line of text."""
 
     task_id: str
     cells: tuple[Cell, ...]
     filters: frozenset[str]
+    causes: tuple[str, ...] = ()
+    text: str = ""
+
+
+@dataclass
+class CauseGroup:
+    """Attempts that ended without an answer for one cause: how many, one recorded
+    detail (the first), and where (task id, candidate, seed)."""
+
+    cause: str
+    detail: str | None
+    where: list[tuple[str, str, int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelsNav:
+    """A model's site inside a models run: every model's label and this one's."""
+
+    labels: tuple[str, ...]
+    current: str
 
 
 @dataclass
 class Site:
-    """What was written: the output directory and how many tasks each filter keeps."""
+    """What was written: the output directory and how many tasks each filter keeps
+    (``models``: each model's site, for a models run)."""
 
     out: Path
     counts: dict[str, int] = field(default_factory=dict)
     tasks: int = 0
+    models: dict[str, Site] = field(default_factory=dict)
+
+    @property
+    def outcome_counts(self) -> dict[str, int]:
+        """The counts of the outcome filters (the objective filters left out)."""
+        objective = ("-baseline", "-challenger")
+        return {name: n for name, n in self.counts.items() if not name.endswith(objective)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +120,7 @@ class SideView:
     position: int | None
     cell: Cell
     attempts: tuple[AttemptView, ...]
+    reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,127 +129,8 @@ class SeedView:
     sides: tuple[SideView, ...]
 
 
-class _ReplicateReader:
-    """Verifies the attempts of one replicate, task by task (one Expected per
-    replicate, as the evidence room's own verification keeps one)."""
-
-    def __init__(self, replicate: Replicate, tree: RunTree) -> None:
-        self.replicate = replicate
-        self.root = tree.root
-        self.tasks_dir = os.path.join(replicate.store, "tasks")
-        self.expected = Expected(
-            tree.suite,
-            replicate.assignment,
-            replicate.candidate.harness_fingerprint,
-            0,
-            intent=replicate.intent,
-        )
-        self.problem = replicate.problem
-        self.quarantined: dict[int, tuple[int, str]] = {}
-        self.committed: dict[tuple[int, int], str] = {}
-        if self.problem is None:
-            store = HarnessEvidenceStore(replicate.store)
-            try:
-                store.check_schema()
-                for position, number, reason in store.quarantined():
-                    self.quarantined[position] = (number, reason)
-                self.committed = read_journal(replicate.store)
-            except XaytuneError as error:
-                self.problem = str(error)
-
-    def side(self, position: int, task_id: str) -> tuple[Cell, tuple[AttemptView, ...]]:
-        directory = os.path.join(self.tasks_dir, f"{position:06d}")
-        try:
-            listed = attempt_paths(directory)
-        except XaytuneError as error:
-            return _unverified(str(error)), ()
-        attempts = []
-        first_spec: bytes | None = None
-        for number, path in listed:
-            shown = os.path.relpath(path, self.root)
-            view, first_spec = read_attempt(
-                position,
-                number,
-                path,
-                task_id=task_id,
-                expected=self.expected,
-                first_spec=first_spec,
-                shown_as=shown,
-                committed=self.committed,
-            )
-            attempts.append(view)
-        return self._cell(position, task_id, attempts), tuple(attempts)
-
-    def _cell(self, position: int, task_id: str, attempts: list[AttemptView]) -> Cell:
-        problem = self.problem
-        if problem is None and position in self.quarantined:
-            number, reason = self.quarantined[position]
-            problem = f"quarantined-attempt: task {task_id} attempt {number:03d} ({reason})"
-        if problem is None and not attempts:
-            problem = f"no-attempts: task {task_id} (position {position}) has no attempt file"
-        if problem is None:
-            failed = next((a for a in attempts if not a.verifies), None)
-            if failed is not None:
-                problem = failed.problem
-        complete = [a for a in attempts if a.status == "complete"]
-        if problem is None and len(complete) > 1:
-            problem = f"multiple-complete: task {task_id} has {len(complete)} complete attempts"
-        if problem is not None:
-            return _unverified(problem)
-        notes = []
-        for attempt in attempts:
-            if attempt.status == "partial":
-                notes.append("partial" + (" (recovered)" if attempt.recovered else ""))
-            elif attempt.terminal not in (None, "answer"):
-                notes.append(attempt.terminal)
-        if len(attempts) > 1:
-            notes.append(f"{len(attempts)} attempts")
-        score = self.replicate.scores.get(position)
-        if score is None:
-            return Cell("absent", "not scored", tuple(notes))
-        if score.value is None:
-            return Cell("absent", f"absent: {score.absence}", tuple(notes))
-        if score.value == 1:
-            return Cell("success", "✓ success", tuple(notes))
-        if score.value == 0:
-            return Cell("failure", "✗ failure", tuple(notes))
-        return Cell("score", f"score {score.value:g}", tuple(notes))
-
-
-def _unverified(problem: str) -> Cell:
-    return Cell("does-not-verify", "does not verify", (), problem)
-
-
-NOT_ASSIGNED = Cell("not-assigned", "·")
-
-
-def _filters(cells_by_seed: list[list[Cell]], sides: list[list[tuple[AttemptView, ...]]]) -> set:
-    found: set[str] = set()
-    for cells, attempts in zip(cells_by_seed, sides, strict=True):
-        states = [cell.state for cell in cells]
-        if "does-not-verify" in states:
-            found.add("does-not-verify")
-        flat = [a for side in attempts for a in side]
-        if any(a.error for a in flat):
-            found.add("errors")
-        if any(a.budget_stop for a in flat):
-            found.add("budget-stops")
-        baseline, challengers = states[0], states[1:]
-        if not challengers or "not-assigned" in states:
-            continue
-        if baseline == "success" and "failure" in challengers:
-            found.add("regressions")
-        if baseline == "failure" and "success" in challengers:
-            found.add("improvements")
-        if all(state == "failure" for state in states):
-            found.add("both-wrong")
-    return found
-
-
 def _page_name(name: str, number: int) -> str:
-    if number == 1:
-        return "index.html" if name == "all" else f"{name}.html"
-    return f"{name}-{number}.html"
+    return f"{name}.html" if number == 1 else f"{name}-{number}.html"
 
 
 def _page_links(name: str, page: int, pages: int) -> list[tuple[int | None, str]]:
@@ -230,20 +145,6 @@ def _page_links(name: str, page: int, pages: int) -> list[tuple[int | None, str]
     return links
 
 
-def _filter_titles(tree: RunTree) -> dict[str, str]:
-    a = tree.candidates[0].name
-    others = ", ".join(c.name for c in tree.candidates[1:]) or "—"
-    return {
-        "all": "all tasks",
-        "regressions": f"regressions ({a} right, {others} wrong)",
-        "improvements": f"improvements ({a} wrong, {others} right)",
-        "both-wrong": "both wrong",
-        "errors": "errors",
-        "budget-stops": "budget stops",
-        "does-not-verify": "does not verify",
-    }
-
-
 def _task_order(tree: RunTree) -> dict[str, dict[tuple[str, int], int]]:
     """Every assigned task, in suite order: (label, seed) -> its position there."""
     placed: dict[str, dict[tuple[str, int], int]] = {}
@@ -254,77 +155,177 @@ def _task_order(tree: RunTree) -> dict[str, dict[tuple[str, int], int]]:
     return dict(sorted(placed.items(), key=lambda item: order.get(item[0], len(order))))
 
 
-def write_site(tree: RunTree, out: Path, *, page_size: int = PAGE_SIZE) -> Site:
-    """Write the viewer's site for ``tree`` into ``out`` (an empty directory)."""
-    (out / "tasks").mkdir(parents=True, exist_ok=True)
-    readers = {(r.candidate.label, r.seed): _ReplicateReader(r, tree) for r in tree.replicates}
-    titles = _filter_titles(tree)
-    context = {
+def _reference(tree: RunTree, task_id: str) -> tuple[str | None, str | None]:
+    """The task's held-out reference answer (the suite's door to it), or the problem."""
+    if tree.source is None:
+        return None, None
+    try:
+        return tree.source.reference(task_id).text, None
+    except XaytuneError as error:
+        return None, str(error)
+
+
+def _state(tree: RunTree) -> dict[str, Any]:
+    """What the banner says of the run: finished, unfinished, or being written."""
+    return {
+        "complete": tree.complete,
+        "writer": tree.writer,
+        "records": sum(1 for r in tree.replicates if r.scores),
+        "replicates": len(tree.replicates),
+    }
+
+
+def _context(tree: RunTree, models: ModelsNav | None) -> dict[str, Any]:
+    return {
         "run": tree.root.name,
         "experiment": tree.experiment,
         "suite": tree.suite,
         "candidates": tree.candidates,
         "seeds": tree.seeds,
+        "state": _state(tree),
+        "models": models,
     }
+
+
+class _Pages:
+    """Writes the pages of one site (``depth``: "" or "../"; ``path``: the page's own
+    path, for the model switcher's links to the same page under another model)."""
+
+    def __init__(self, out: Path, context: dict[str, Any]) -> None:
+        self.out, self.context = out, context
+
+    def write(self, path: str, template: str, *, same: str | None = None, **values: Any) -> None:
+        """``same``: the page another model's site surely has for this one (a list's
+        first page: another model's list may have fewer pages); default ``path``."""
+        depth = "../" * path.count("/")
+        html = render(template, **self.context, **values, depth=depth, path=same or path)
+        (self.out / path).write_text(html, encoding="utf-8")
+
+
+def _add_causes(
+    groups: dict[str, CauseGroup],
+    task_id: str,
+    candidate: str,
+    seed: int,
+    attempts: tuple[AttemptView, ...],
+) -> None:
+    """Count the verified attempts that ended without an answer, by cause (kept as the
+    pages are written: no attempt is held once its page is)."""
+    for attempt in attempts:
+        if attempt.verifies and attempt.cause is not None:
+            group = groups.setdefault(attempt.cause, CauseGroup(attempt.cause, None))
+            group.detail = group.detail or attempt.cause_detail
+            group.where.append((task_id, candidate, seed))
+
+
+def write_site(
+    tree: RunTree, out: Path, *, page_size: int = PAGE_SIZE, models: ModelsNav | None = None
+) -> Site:
+    """Write the viewer's site for ``tree`` (finished or not) into ``out``; nothing is
+    written into the tree. ``models``: this run is one model of a models run."""
+    (out / "tasks").mkdir(parents=True, exist_ok=True)
+    readers = {(r.candidate.label, r.seed): ReplicateReader(r, tree) for r in tree.replicates}
+    comparisons = read_comparisons(tree)
+    names = [(c.label, c.name) for c in tree.candidates]
+    titles = filter_titles(names, comparisons)
+    by_objective = objective_filters(comparisons)
+    pages = _Pages(out, _context(tree, models))
     rows: list[TaskRow] = []
+    groups: dict[str, CauseGroup] = {}
+    # Per objective, task id -> its ranked entry (a task page looks its own up).
+    entries = [
+        (comparison, objective, {t.task_id: t for t in objective.ranked})
+        for comparison in comparisons
+        for objective in comparison.objectives
+    ]
     for task_id, placed in _task_order(tree).items():
-        seeds, cells_by_seed, attempts_by_seed = [], [], []
+        seeds, states_by_seed, flags, cells_all, causes = [], [], set(), [], []
         for seed in tree.seeds:
-            sides, cells, attempts = [], [], []
+            sides = []
             for candidate in tree.candidates:
                 key = (candidate.label, seed)
                 position = placed.get(key)
+                reasons: tuple[str, ...] = ()
                 if position is None or key not in readers:
                     cell, views = NOT_ASSIGNED, ()
                 else:
                     cell, views = readers[key].side(position, task_id)
-                sides.append(SideView(candidate.name, position, cell, views))
-                cells.append(cell)
-                attempts.append(views)
-            if any(cell.state != "not-assigned" for cell in cells):
+                    reasons = tuple(readers[key].reasons.get(task_id, ()))
+                sides.append(SideView(candidate.name, position, cell, views, reasons))
+                cells_all.append(cell)
+                _add_causes(groups, task_id, candidate.name, seed, views)
+                for attempt in views:
+                    if attempt.error:
+                        flags.add("errors")
+                    if attempt.budget_stop:
+                        flags.add("budget-stops")
+                    if attempt.verifies and attempt.cause and attempt.cause not in causes:
+                        causes.append(attempt.cause)
+            states = [side.cell.state for side in sides]
+            if any(state != "not-assigned" for state in states):
                 seeds.append(SeedView(seed, tuple(sides)))
-            cells_by_seed.append(cells)
-            attempts_by_seed.append(attempts)
+            states_by_seed.append(states)
+        kept = outcome_filters([label for label, _ in names], states_by_seed, flags)
+        kept |= {name for name, tasks in by_objective.items() if task_id in tasks}
+        task = tree.suite.task(task_id) if task_id in tree.suite else None
         row = TaskRow(
             task_id,
-            tuple(cell for cells in cells_by_seed for cell in cells),
-            frozenset(_filters(cells_by_seed, attempts_by_seed) | {"all"}),
+            tuple(cells_all),
+            frozenset(kept | {"all"}),
+            tuple(causes),
+            task_text(task),
         )
         rows.append(row)
-        index_page = _page_name("all", len(rows) // page_size + (len(rows) % page_size > 0))
-        html = render(
+        reference, reference_problem = _reference(tree, task_id)
+        pages.write(
+            f"tasks/{task_id}.html",
             "viewer_task.html.j2",
-            **context,
-            depth="../",
-            task=tree.suite.task(task_id) if task_id in tree.suite else None,
+            task=task,
             task_id=task_id,
             row=row,
             titles=titles,
             seed_views=tuple(seeds),
-            index_page=index_page,
+            reference=reference,
+            reference_problem=reference_problem,
+            objectives=[(c, o, ranked.get(task_id)) for c, o, ranked in entries],
         )
-        (out / "tasks" / f"{task_id}.html").write_text(html, encoding="utf-8")
     site = Site(out, tasks=len(rows))
-    for name in FILTERS:
-        kept = [row for row in rows if name in row.filters]
-        site.counts[name] = len(kept)
-    for name in FILTERS:
-        kept = [row for row in rows if name in row.filters]
-        pages = max(1, -(-len(kept) // page_size))
-        for number in range(1, pages + 1):
-            html = render(
-                "viewer_index.html.j2",
-                **context,
-                depth="",
+    for name in titles:
+        site.counts[name] = sum(1 for row in rows if name in row.filters)
+    for name in titles:
+        kept_rows = [row for row in rows if name in row.filters]
+        count = max(1, -(-len(kept_rows) // page_size))
+        for number in range(1, count + 1):
+            pages.write(
+                _page_name(name, number),
+                "viewer_list.html.j2",
+                same=_page_name(name, 1),
                 current=name,
                 titles=titles,
                 counts=site.counts,
-                rows=kept[(number - 1) * page_size : number * page_size],
+                rows=kept_rows[(number - 1) * page_size : number * page_size],
                 first=(number - 1) * page_size + 1,
                 page=number,
-                pages=_page_links(name, number, pages),
-                page_count=pages,
-                filter_pages={f: _page_name(f, 1) for f in FILTERS},
+                pages=_page_links(name, number, count),
+                page_count=count,
             )
-            (out / _page_name(name, number)).write_text(html, encoding="utf-8")
+    for comparison in comparisons:
+        for objective in comparison.objectives:
+            pages.write(
+                f"objective-{objective.slug}.html",
+                "viewer_objective.html.j2",
+                comparison=comparison,
+                objective=objective,
+            )
+    pages.write(
+        "index.html",
+        "viewer_index.html.j2",
+        comparisons=comparisons,
+        shown=RANKED_SHOWN,
+        causes=sorted(groups.values(), key=lambda g: (-len(g.where), g.cause)),
+        cause_tasks=CAUSE_TASKS_SHOWN,
+        titles=titles,
+        counts=site.counts,
+        explorer=explorer_json(tree, rows, comparisons, titles),
+    )
     return site

@@ -1,47 +1,52 @@
-"""The BFCL suites, built from the installed wheel's files.
+"""The BFCL suites, built from the installed wheel's files, one per category
+(:mod:`xaytune.suites.bfcl._categories`).
 
-``bfcl-multi-turn-base`` (200 tasks): each task's first user message is its input
-(``{"question": ...}``), the later ones its ``turns``; its tools are the function
-documents of its involved classes (``data/multi_turn_func_doc/``, every function of
-each class, as BFCL's ``populate_test_cases_with_predefined_functions`` offers them);
-its environment is ``bfcl-multi-turn`` with the task's ``involved_classes`` and
-``initial_config`` (an integer beyond 2^53 written as ``{"bfcl-int": "<digits>"}``).
-The reference is ``{"turns": [[<ground-truth call>, ...], ...]}`` from
-``data/possible_answer/``, one list of call strings per user turn.
+Single-call categories (AST and relevance): one task per entry. The input is
+``{"question": ...}``: the user message; when BFCL's question holds more messages than
+one user message (a system message, or an earlier exchange: 100 live tasks), every
+message as a ``<role>: <content>`` paragraph, in order (the harness owns the system
+message). The tools are the entry's function documents as BFCL's function-calling
+handlers offer them (:mod:`xaytune.suites.bfcl._schema`, the language hint included);
+the environment is ``bfcl-functions`` with the category and the documents as BFCL
+wrote them (which the checker reads). The reference is ``{"ground_truth": [...]}``
+(AST: the possible answers per call and parameter) or ``{"expect": "no-call" |
+"call"}`` (irrelevance, relevance: BFCL ships no answer). Four ``live_irrelevance``
+entries (``live_irrelevance_120-9-0`` to ``_123-9-3``) offer no function at all: a
+task has tools with its environment or neither, and a task that offers nothing cannot
+call anything (BFCL counts each correct whatever the model says), so they are not
+built: ``bfcl-live-irrelevance`` has 880 tasks of BFCL's 884.
 
-``bfcl-simple-python`` (400 tasks): one user message, one function document (offered
-as BFCL's function-calling handlers offer it), the environment ``bfcl-functions``
-holding that document; the reference is ``{"ground_truth": [...]}``, the possible
-answers per parameter.
+Multi-turn categories: each task's first user message is its input, the later ones
+its ``turns``; a ``miss_func`` turn without a message (the turn that reveals held-out
+functions) is BFCL's ``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC``. Its tools are
+the function documents of its involved classes (``data/multi_turn_func_doc/``, as
+BFCL's ``populate_test_cases_with_predefined_functions`` offers them, held-out ones
+last, in the order BFCL appends them); its environment is ``bfcl-multi-turn`` with the
+task's ``involved_classes``, ``initial_config`` (the scenario's JSON text as BFCL's
+file holds it: keys in BFCL's order, which the file system reads), ``long_context``
+(the ``long_context`` category) and ``held_out`` (``{"<turn>": [<function>, ...]}``,
+BFCL's ``missed_function``). The reference is ``{"turns": [[<ground-truth call>, ...],
+...]}``. (``excluded_function``, in 18 entries, is not read by BFCL's inference or
+checker, nor here.)
 
-Every task's metadata names its sources (distribution, version, and the sha256 of each
-data file it was built from) and the license; the suite directory carries BFCL's
-Apache-2.0 notice (``NOTICE``). References go to the held-out file only. A source file
-in another shape than this builder reads is refused (``bfcl-format``, naming the file
-and the task).
-
-The suites are built on first use into a cache directory (``$XAYTUNE_SUITE_CACHE``,
-else ``$XDG_CACHE_HOME/xaytune/suites``, else ``~/.cache/xaytune/suites``), under a name
-that carries a digest of everything the build reads (the source files, this builder's
-code, the environments' code identities): the same wheel and code give the same
-directory and the same suite digest on every machine; a change builds a new one.
+Every task's metadata names its sources (distribution, version, the sha256 of each
+data file it was built from), its BFCL category and the license; the suite directory
+carries BFCL's Apache-2.0 notice (``NOTICE``). References go to the held-out file only.
+A source entry in another shape than this builder reads is refused (``bfcl-format``,
+naming the file and the task).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-from collections.abc import Callable
+import json
 from pathlib import Path
 from typing import Any
 
-from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import SuiteError
-from xaytune.plugins import resolve_environment
 from xaytune.suites._build import build_suite
-from xaytune.suites.bfcl._environment import encode_big_ints
-from xaytune.suites.bfcl._schema import tool_schema
+from xaytune.suites.bfcl._categories import CATEGORIES, NOT_BUILT, Category
+from xaytune.suites.bfcl._schema import language_documents, tool_schema
 from xaytune.suites.bfcl._source import (
     BFCL_VERSION,
     DISTRIBUTION,
@@ -49,10 +54,9 @@ from xaytune.suites.bfcl._source import (
     bfcl_data,
     file_digest,
     read_entries,
-    require_bfcl,
 )
 
-__all__ = ["BFCL_SUITES", "bfcl_suite_path", "build_bfcl_suite"]
+__all__ = ["BFCL_SUITES", "build_bfcl_suite", "category", "source_files"]
 
 # bfcl_eval.constants.executable_backend_config.MULTI_TURN_FUNC_DOC_FILE_MAPPING
 _FUNC_DOCS = {
@@ -65,114 +69,171 @@ _FUNC_DOCS = {
     "TravelAPI": "travel_booking.json",
     "VehicleControlAPI": "vehicle_control.json",
 }
-_MULTI_TURN = "BFCL_v4_multi_turn_base.json"
-_SIMPLE = "BFCL_v4_simple_python.json"
+# bfcl_eval.constants.default_prompts.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
+REVEAL_PROMPT = "I have updated some more functions you can choose from. What about now?"
+_EXPECT = {"irrelevance": "no-call", "live_irrelevance": "no-call", "live_relevance": "call"}
 
 Built = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+BFCL_SUITES: tuple[str, ...] = tuple(CATEGORIES)
 
 
-def _sources(files: list[str]) -> dict[str, str]:
-    return {f"data/{name}": file_digest(bfcl_data(name)) for name in files}
+def category(name: str) -> Category:
+    """The category the suite ``name`` builds (``bfcl-unsupported``, ``unknown-suite``)."""
+    if name in NOT_BUILT:
+        raise SuiteError("bfcl-unsupported", f"BFCL suite {name!r} is not built: {NOT_BUILT[name]}")
+    if name not in CATEGORIES:
+        raise SuiteError(
+            "unknown-suite", f"no BFCL suite {name!r}; known: {', '.join(BFCL_SUITES)}"
+        )
+    return CATEGORIES[name]
 
 
-def _metadata(sources: dict[str, str]) -> dict[str, Any]:
+def source_files(built: Category) -> list[str]:
+    """The data files (relative to ``data/``) building ``built`` reads."""
+    files = [built.file]
+    if built.kind != "relevance":
+        files.append(f"possible_answer/{built.file}")
+    if built.kind == "multi-turn":
+        files += [f"multi_turn_func_doc/{file}" for file in _FUNC_DOCS.values()]
+    return files
+
+
+def _metadata(built: Category) -> dict[str, Any]:
+    sources = {f"data/{name}": file_digest(bfcl_data(name)) for name in source_files(built)}
     return {
         "source": {"distribution": DISTRIBUTION, "version": BFCL_VERSION, "files": sources},
+        "bfcl_category": built.name,
         "license": "Apache-2.0",
     }
 
 
-def _user_message(turn: Any, where: str) -> str:
-    """The one user message of a BFCL turn (``bfcl-format`` for any other shape)."""
+def _message(message: Any, where: str) -> tuple[str, str]:
     if (
-        not isinstance(turn, list)
-        or len(turn) != 1
-        or not isinstance(turn[0], dict)
-        or turn[0].get("role") != "user"
-        or not isinstance(turn[0].get("content"), str)
+        not isinstance(message, dict)
+        or message.get("role") not in ("system", "user", "assistant")
+        or not isinstance(message.get("content"), str)
     ):
+        raise SuiteError("bfcl-format", f"{where}: a message is not a role and its content")
+    return message["role"], message["content"]
+
+
+def _question(turn: Any, where: str) -> str:
+    """A single-call question (module docstring)."""
+    if not isinstance(turn, list) or not turn:
+        raise SuiteError("bfcl-format", f"{where}: the question is not a list of messages")
+    messages = [_message(message, where) for message in turn]
+    if len(messages) == 1 and messages[0][0] == "user":
+        return messages[0][1]
+    return "\n\n".join(f"{role}: {content}" for role, content in messages)
+
+
+def _user_message(turn: Any, where: str) -> str:
+    """The one user message of a multi-turn turn (``bfcl-format`` for any other shape)."""
+    if not isinstance(turn, list) or len(turn) != 1 or _message(turn[0], where)[0] != "user":
         raise SuiteError("bfcl-format", f"{where}: a turn is not one user message")
     return turn[0]["content"]
 
 
-def _truths(name: str) -> dict[str, Any]:
-    path = bfcl_data(f"possible_answer/{name}")
+def _truths(built: Category) -> dict[str, Any]:
+    path = bfcl_data(f"possible_answer/{built.file}")
     return {entry["id"]: entry["ground_truth"] for entry in read_entries(path)}
 
 
-def _multi_turn() -> Built:
-    docs_files = [f"multi_turn_func_doc/{file}" for file in _FUNC_DOCS.values()]
-    sources = _sources([_MULTI_TURN, f"possible_answer/{_MULTI_TURN}", *docs_files])
-    metadata = _metadata(sources)
-    docs = {
-        cls: [tool_schema(doc) for doc in read_entries(bfcl_data(f"multi_turn_func_doc/{file}"))]
+def _single_call(built: Category) -> Built:
+    metadata = _metadata(built)
+    truths = _truths(built) if built.kind == "ast" else {}
+    tasks, references = [], []
+    for entry in read_entries(bfcl_data(built.file)):
+        where = f"{bfcl_data(built.file)}: task {entry.get('id')!r}"
+        question, functions = entry.get("question") or [], entry.get("function") or []
+        if built.kind == "relevance" and not functions:
+            continue  # nothing to offer, nothing to call (module docstring)
+        if (
+            len(question) != 1
+            or not functions
+            or (built.kind == "ast" and entry["id"] not in truths)
+        ):
+            raise SuiteError("bfcl-format", f"{where}: not one turn, functions, an answer")
+        offered = language_documents(functions, built.language)
+        tasks.append(
+            {
+                "id": entry["id"],
+                "input": {"question": _question(question[0], where)},
+                "tools": [tool_schema(document) for document in offered],
+                "environment": {
+                    "name": "bfcl-functions",
+                    "params": {"functions": functions, "category": built.name},
+                },
+                "metadata": metadata,
+            }
+        )
+        answer = (
+            {"ground_truth": truths[entry["id"]]}
+            if built.kind == "ast"
+            else {"expect": _EXPECT[built.name]}
+        )
+        references.append({"id": entry["id"], "answer": answer})
+    return tasks, references
+
+
+def _class_documents() -> dict[str, list[dict[str, Any]]]:
+    return {
+        cls: read_entries(bfcl_data(f"multi_turn_func_doc/{file}"))
         for cls, file in _FUNC_DOCS.items()
     }
-    truths = _truths(_MULTI_TURN)
+
+
+def _multi_turn(built: Category) -> Built:
+    metadata = _metadata(built)
+    documents = _class_documents()
+    truths = _truths(built)
     tasks, references = [], []
-    for entry in read_entries(bfcl_data(_MULTI_TURN)):
-        where = f"{bfcl_data(_MULTI_TURN)}: task {entry.get('id')!r}"
+    for entry in read_entries(bfcl_data(built.file)):
+        where = f"{bfcl_data(built.file)}: task {entry.get('id')!r}"
         classes = entry.get("involved_classes") or []
-        if entry.get("id") not in truths or any(cls not in docs for cls in classes):
+        if entry.get("id") not in truths or any(cls not in documents for cls in classes):
             raise SuiteError("bfcl-format", f"{where}: no ground truth, or an unknown class")
-        messages = [_user_message(turn, where) for turn in entry.get("question") or []]
+        held_out: dict[str, list[str]] = entry.get("missed_function") or {}
+        turns = entry.get("question") or []
+        messages = [
+            REVEAL_PROMPT if turn == [] and str(index) in held_out else _user_message(turn, where)
+            for index, turn in enumerate(turns)
+        ]
         if not messages or len(truths[entry["id"]]) != len(messages):
             raise SuiteError("bfcl-format", f"{where}: the ground truth has another turn count")
+        offered = [doc for cls in classes for doc in documents[cls]]
+        hidden = [name for names in held_out.values() for name in names]
+        unknown = [name for name in hidden if name not in {doc["name"] for doc in offered}]
+        if unknown:
+            raise SuiteError("bfcl-format", f"{where}: held-out function {unknown[0]!r} unknown")
+        # BFCL appends each held-out document when its turn comes: they are listed last.
+        ordered = [doc for doc in offered if doc["name"] not in hidden] + [
+            next(doc for doc in offered if doc["name"] == name) for name in hidden
+        ]
         task: dict[str, Any] = {"id": entry["id"], "input": {"question": messages[0]}}
         if messages[1:]:
             task["turns"] = messages[1:]
-        task["tools"] = [tool for cls in classes for tool in docs[cls]]
-        task["environment"] = {
-            "name": "bfcl-multi-turn",
-            "params": {
-                "involved_classes": classes,
-                "initial_config": encode_big_ints(entry.get("initial_config") or {}),
-                "long_context": False,
-            },
+        task["tools"] = [tool_schema(doc) for doc in language_documents(ordered, "python")]
+        params: dict[str, Any] = {
+            "involved_classes": classes,
+            # As JSON text: key order, 25.0 and big integers kept (see _environment).
+            "initial_config": json.dumps(entry.get("initial_config") or {}),
+            "long_context": "long_context" in built.name,
         }
+        if held_out:
+            params["held_out"] = held_out
+        task["environment"] = {"name": "bfcl-multi-turn", "params": params}
         task["metadata"] = metadata
         tasks.append(task)
         references.append({"id": entry["id"], "answer": {"turns": truths[entry["id"]]}})
     return tasks, references
 
 
-def _simple_python() -> Built:
-    metadata = _metadata(_sources([_SIMPLE, f"possible_answer/{_SIMPLE}"]))
-    truths = _truths(_SIMPLE)
-    tasks, references = [], []
-    for entry in read_entries(bfcl_data(_SIMPLE)):
-        where = f"{bfcl_data(_SIMPLE)}: task {entry.get('id')!r}"
-        question = entry.get("question") or []
-        functions = entry.get("function") or []
-        if len(question) != 1 or not functions or entry.get("id") not in truths:
-            raise SuiteError("bfcl-format", f"{where}: not one turn, one function, one answer")
-        tasks.append(
-            {
-                "id": entry["id"],
-                "input": {"question": _user_message(question[0], where)},
-                "tools": [tool_schema(document) for document in functions],
-                "environment": {"name": "bfcl-functions", "params": {"functions": functions}},
-                "metadata": metadata,
-            }
-        )
-        references.append({"id": entry["id"], "answer": {"ground_truth": truths[entry["id"]]}})
-    return tasks, references
-
-
-BFCL_SUITES: dict[str, tuple[Callable[[], Built], str]] = {
-    "bfcl-multi-turn-base": (_multi_turn, "bfcl-multi-turn"),
-    "bfcl-simple-python": (_simple_python, "bfcl-functions"),
-}
-_BUILDER_MODULES = ("_build.py", "_schema.py", "_source.py")
-
-
 def build_bfcl_suite(name: str, out: str | Path) -> SuiteSource:
     """Build the BFCL suite ``name`` into the new directory ``out``."""
-    if name not in BFCL_SUITES:
-        raise SuiteError(
-            "unknown-suite", f"no BFCL suite {name!r}; known: {', '.join(BFCL_SUITES)}"
-        )
-    tasks, references = BFCL_SUITES[name][0]()
+    built = category(name)
+    make = _multi_turn if built.kind == "multi-turn" else _single_call
+    tasks, references = make(built)
     return build_suite(
         out,
         name=name,
@@ -182,50 +243,3 @@ def build_bfcl_suite(name: str, out: str | Path) -> SuiteSource:
         where=f"{DISTRIBUTION} {BFCL_VERSION}",
         notice=NOTICE,
     )
-
-
-def _cache_root() -> Path:
-    explicit = os.environ.get("XAYTUNE_SUITE_CACHE")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "xaytune" / "suites"
-
-
-def _build_key(name: str) -> str:
-    """A digest of everything building ``name`` reads (module docstring)."""
-    root = require_bfcl()
-    data = sorted(str(path.relative_to(root)) for path in (root / "data").rglob("*.json"))
-    here = Path(__file__).resolve().parent
-    facts = {
-        "suite": name,
-        "bfcl": BFCL_VERSION,
-        "data": {path: file_digest(root / path) for path in data if _read_by(name, path)},
-        "builder": {module: file_digest(here / module) for module in _BUILDER_MODULES},
-        "environment": resolve_environment(BFCL_SUITES[name][1], where=name).identity.model_dump(
-            mode="json"
-        ),
-    }
-    return hashlib.sha256(canonical_bytes(facts)).hexdigest()[:16]
-
-
-def _read_by(name: str, path: str) -> bool:
-    file = _MULTI_TURN if name == "bfcl-multi-turn-base" else _SIMPLE
-    return path.endswith(file) or (name == "bfcl-multi-turn-base" and "multi_turn_func_doc" in path)
-
-
-def bfcl_suite_path(name: str) -> Path:
-    """The directory of the BFCL suite ``name``, built into the cache on first use."""
-    if name not in BFCL_SUITES:
-        raise SuiteError(
-            "unknown-suite", f"no BFCL suite {name!r}; known: {', '.join(BFCL_SUITES)}"
-        )
-    directory = _cache_root() / f"{name}-{BFCL_VERSION}-{_build_key(name)}"
-    if not directory.exists():
-        try:
-            build_bfcl_suite(name, directory)
-        except SuiteError as error:
-            # Another process built it first (the directory appears whole, by rename).
-            if error.reason != "exists":
-                raise
-    return directory

@@ -14,6 +14,10 @@ BFCL's executor makes of a return value: a ``str`` as is, a ``dict`` as
 refuses to run (``kill``, ``exit``, ``quit``, ``remove``, ``unlink``, ``popen``,
 ``Popen``, ``run``) are refused here too.
 
+- A ``miss_func`` task holds functions out (``held_out``: ``{"<turn>": [<name>,
+  ...]}``): :meth:`BfclMultiTurnEnvironment.hidden_tools` names those not yet offered
+  in a user turn, and the attempt offers them from their turn on (as BFCL's inference
+  adds ``missed_function`` to the tools at that turn).
 - As a live environment (``tools()``), a method that raises is a tool error the model
   sees (and the spend counts).
 - As the checker's executor (:meth:`BfclMultiTurnEnvironment.execute`), it follows
@@ -27,13 +31,16 @@ refuses to run (``kill``, ``exit``, ``quit``, ``remove``, ``unlink``, ``popen``,
 
 ``bfcl-functions`` (:class:`BfclFunctionsEnvironment`): the single-call categories
 never execute a function; each call is recorded and answered with :data:`RECORDED`.
-Its params are the task's BFCL function documents (with BFCL's own types, which the
-AST checker reads from the answer); its tools are their names with dots as
-underscores.
+Its params are the task's BFCL category and its function documents (with BFCL's own
+types, which the AST checker reads from the answer); its tools are their names with
+dots as underscores.
 
-A suite line holds canonical JSON, whose integers stop at 2^53; the few BFCL scenario
-integers beyond (a card number) are written as ``{"bfcl-int": "<digits>"}``
-(:func:`encode_big_ints`) and read back as the integer before a scenario is loaded.
+A suite line holds canonical JSON: its objects' keys sorted, ``25.0`` written ``25``,
+integers only up to 2^53. A BFCL scenario depends on all three (the file system's root
+is the first key of ``root``, ``ls`` lists a directory in its keys' order, a card
+number is beyond 2^53), so ``initial_config`` is the scenario's JSON text as BFCL's
+file holds it (a string, which canonical JSON keeps as it is), read with
+``json.loads`` when an environment is built (an object is taken as it is).
 
 Identity: both classes name the BFCL modules they run in ``__xaytune_sources__``, so
 their code identity (pinned into every task of a BFCL suite) covers BFCL's code too.
@@ -60,7 +67,6 @@ __all__ = [
     "BfclFunctionsEnvironment",
     "BfclMultiTurnEnvironment",
     "bfcl_result",
-    "encode_big_ints",
     "parse_call",
 ]
 
@@ -95,28 +101,14 @@ def bfcl_result(value: Any) -> str:
     return str(value)
 
 
-_BIG = "bfcl-int"
-
-
-def encode_big_ints(value: Any) -> Any:
-    """``value`` with every integer beyond 2^53 as ``{"bfcl-int": "<digits>"}``."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _SAFE:
-        return {_BIG: str(value)}
-    if isinstance(value, dict):
-        return {key: encode_big_ints(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [encode_big_ints(item) for item in value]
-    return value
-
-
-def _decode_big_ints(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {_BIG} and isinstance(value[_BIG], str):
-            return int(value[_BIG])
-        return {key: _decode_big_ints(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_decode_big_ints(item) for item in value]
-    return value
+def _scenario(initial_config: str | dict[str, Any] | None) -> dict[str, Any]:
+    """The initial state as BFCL's file holds it (module docstring)."""
+    if isinstance(initial_config, str):
+        loaded = json.loads(initial_config)
+        if not isinstance(loaded, dict):
+            raise ValueError("initial_config: the JSON text is not an object")
+        return loaded
+    return initial_config or {}
 
 
 def parse_call(source: str) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
@@ -158,20 +150,22 @@ def _plain(value: Any, path: tuple[int, ...] = ()) -> Any:
 class BfclMultiTurnEnvironment:
     """BFCL's multi-turn API classes for one task (module docstring)."""
 
-    version = "1"
+    version = "2"
     __xaytune_sources__ = _SOURCES
 
     def __init__(
         self,
         involved_classes: list[str],
-        initial_config: dict[str, Any] | None = None,
+        initial_config: str | dict[str, Any] | None = None,
         long_context: bool = False,
+        held_out: dict[str, list[str]] | None = None,
     ) -> None:
         require_bfcl()
+        self._held_out = {int(turn): frozenset(names) for turn, names in (held_out or {}).items()}
         unknown = [name for name in involved_classes if name not in CLASSES]
         if unknown:
             raise ValueError(f"unknown BFCL class {unknown[0]!r} (known: {', '.join(CLASSES)})")
-        config = _decode_big_ints(initial_config or {})
+        config = _scenario(initial_config)
         self._instances: dict[str, Any] = {}
         self._methods: dict[str, Callable[..., Any]] = {}
         for name in involved_classes:
@@ -184,6 +178,13 @@ class BfclMultiTurnEnvironment:
             for method_name, method in inspect.getmembers(instance, predicate=inspect.ismethod):
                 if not method_name.startswith("_"):
                     self._methods[method_name] = method
+
+    def hidden_tools(self, turn: int) -> frozenset[str]:
+        """The functions not offered in user turn ``turn`` (from 0): BFCL's
+        ``missed_function``, each held out until the turn that reveals it."""
+        return frozenset().union(
+            *(names for reveal, names in self._held_out.items() if turn < reveal)
+        )
 
     def tools(self) -> dict[str, Callable[..., str]]:
         """Every public method, by name, run live (a failure raises: a tool error)."""
@@ -245,11 +246,12 @@ _MISSING = object()
 class BfclFunctionsEnvironment:
     """A single-call task's functions: recorded, never executed (module docstring)."""
 
-    version = "1"
+    version = "2"
 
-    def __init__(self, functions: list[dict[str, Any]]) -> None:
+    def __init__(self, functions: list[dict[str, Any]], category: str = "simple_python") -> None:
+        self.category = category
         names = [document.get("name") for document in functions]
-        if not names or not all(isinstance(name, str) and name for name in names):
+        if not all(isinstance(name, str) and name for name in names):
             raise ValueError("functions: each function document needs a name")
         self._names = tuple(tool_name(name) for name in names)
         self._calls: list[dict[str, Any]] = []

@@ -14,14 +14,23 @@ what BFCL's function-calling handlers send:
   to its description; nested ``properties`` and ``items`` are mapped the same way;
 - other keywords (``description``, ``enum``, ``default``, ``required``) are kept;
   the ``response`` document is not sent.
+
+Before that, as BFCL's inference does (``add_language_specific_hint_to_function_doc``,
+reproduced by :func:`language_documents`), every description gets the language hint
+(" Note that the provided function is in Python 3 syntax." / "Java 8 SDK" /
+"JavaScript"); in Java and JavaScript every parameter becomes a ``string`` whose
+description says the declared type (an array's item type and a JavaScript dict's
+schema move into the description): the model writes each value as a string, which
+BFCL's checker reads back into the declared type.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
-__all__ = ["GORILLA_TO_OPENAPI", "tool_name", "tool_schema"]
+__all__ = ["GORILLA_TO_OPENAPI", "language_documents", "tool_name", "tool_schema"]
 
 # bfcl_eval.constants.type_mappings.GORILLA_TO_OPENAPI
 GORILLA_TO_OPENAPI = {
@@ -85,3 +94,50 @@ def tool_schema(document: dict[str, Any]) -> dict[str, Any]:
         "description": document.get("description", ""),
         "parameters": parameters,
     }
+
+
+_HINTS = {
+    "java": " Note that the provided function is in Java 8 SDK syntax.",
+    "javascript": " Note that the provided function is in JavaScript syntax.",
+    "python": " Note that the provided function is in Python 3 syntax.",
+}
+_WORD = {"java": "Java", "javascript": "JavaScript"}
+
+
+def _as_string(value: dict[str, Any], language: str) -> None:
+    """One Java/JavaScript parameter as BFCL rewrites it (module docstring)."""
+    word = _WORD[language]
+    if value["type"] == "any":
+        value["description"] += (
+            f" This parameter can be of any type of {word} object in string representation."
+        )
+    else:
+        value["description"] += (
+            f" This is {word} {value['type']} type parameter in string representation."
+        )
+    arrays = ("ArrayList", "Array") if language == "java" else ("array",)
+    if value["type"] in arrays:
+        value["description"] += (
+            f" The list elements are of type {value['items']['type']}; they are not in "
+            "string representation."
+        )
+        del value["items"]
+    if language == "javascript" and value["type"] == "dict" and "properties" in value:
+        value["description"] += (
+            " The dictionary entries have the following schema; they are not in string "
+            f"representation. {json.dumps(value['properties'])}"
+        )
+        del value["properties"]
+    value["type"] = "string"
+
+
+def language_documents(documents: list[dict[str, Any]], language: str) -> list[dict[str, Any]]:
+    """BFCL's ``_func_doc_language_specific_pre_processing`` on copies of
+    ``documents`` (module docstring)."""
+    prepared = copy.deepcopy(documents)
+    for document in prepared:
+        document["description"] = document["description"] + _HINTS[language]
+        if language in _WORD:
+            for value in document["parameters"]["properties"].values():
+                _as_string(value, language)
+    return prepared
