@@ -2,7 +2,7 @@
 
 1. The quickstart tree: ``python -m xaytune +experiment=quickstart`` (cache off)
    writes it once; the audit is then timed as a subprocess, median of ``--repeat``
-   (``audit_quickstart_s``, target <= 1.0 s). ``verify_import_s`` is the part of that
+   (``audit_quickstart_s``, target <= 0.7 s, issue 33). ``verify_import_s`` is the part of that
    spent importing (``python -c "import xaytune.verify, xaytune.app.audit"``, same
    median), so the audit's own work is the difference.
 2. A large tree: the quickstart experiment (calculator vs mental, seeds 101, 102,
@@ -41,7 +41,7 @@ from pathlib import Path
 
 import _common as common
 
-QUICKSTART_TARGET_S = 1.0
+QUICKSTART_TARGET_S = 0.7  # issue 33 (issue 22: 1.0)
 RATIO_TARGET = 3.0
 
 

@@ -16,8 +16,16 @@ first run"):
 
     quickstart  ``python -m xaytune +experiment=quickstart progress=false`` into a fresh
                 temporary output directory (``hydra.run.dir``): compose, run 3 seeds x
-                2 candidates, compare, write every report and both PNGs; target 2.5 s
-    help        ``python -m xaytune --help``; target 0.6 s
+                2 candidates, compare, write every report and both PNGs; target 1.5 s
+                (issue 33); ``quickstart_cpu_s`` is its CPU time (user + system, the
+                process and its children: the plot worker included)
+    help        ``python -m xaytune --help``; target 0.4 s (issue 33)
+
+Wall time on this shared 2-core machine follows the load: in one A/B the same
+quickstart took 2.6 s (load 1.8) and 4.2 s (load 3.0) minutes apart. Issue 33's 5.26 s
+here against ~2.0 s as a plain subprocess were two loads, not two methods (side by side
+at one load the two agree within 0.1 s); the CPU time is the figure that does not move
+with the load.
 
 Warm cache: each command runs once untimed first, so the OS page cache and the
 bytecode (.pyc) cache are warm. Bytecode is written to a temporary
@@ -30,7 +38,8 @@ instead of copying them from ``~/.cache/xaytune/evidence``.
 Prints the median and minimum over ``--repeat`` runs and one machine-readable line::
 
     startup_s=... import_s=... compose_s=... pipeline_import_s=... process_s=...
-    quickstart_s=... help_s=... target_quickstart_met=... target_help_met=...
+    quickstart_s=... quickstart_cpu_s=... help_s=... target_quickstart_met=...
+    target_help_met=...
 
 (one line; the figures are medians). Usage (from the repository root)::
 
@@ -43,6 +52,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -73,8 +83,13 @@ print(json.dumps({
 """
 
 
-# Issue 22's targets (wall seconds, warm cache).
-TARGETS = {"quickstart_s": 2.5, "help_s": 0.6}
+# Issue 33's targets (wall seconds, warm cache).
+TARGETS = {"quickstart_s": 1.5, "help_s": 0.4}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _timed(command: list[str], env: dict[str, str]) -> tuple[float, str]:
@@ -82,6 +97,14 @@ def _timed(command: list[str], env: dict[str, str]) -> tuple[float, str]:
     started = time.perf_counter()
     done = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
     return time.perf_counter() - started, done.stdout
+
+
+def _timed_cpu(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of ``command`` (which must succeed; the CPU of the children
+    it waited for, such as the plot worker, included)."""
+    cpu = _children_cpu()
+    wall, _ = _timed(command, env)
+    return wall, _children_cpu() - cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
             process_s, stdout = _timed(child, env)
             facts = json.loads(stdout.strip().splitlines()[-1])
             facts["process_s"] = process_s
-            facts["quickstart_s"], _ = _timed(quickstart(f"run-{i}"), env)
+            facts["quickstart_s"], facts["quickstart_cpu_s"] = _timed_cpu(
+                quickstart(f"run-{i}"), env
+            )
             facts["help_s"], _ = _timed(help_command, env)
             runs.append(facts)
     keys = (
@@ -124,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         "pipeline_import_s",
         "process_s",
         "quickstart_s",
+        "quickstart_cpu_s",
         "help_s",
     )
     median = {key: statistics.median(run[key] for run in runs) for key in keys}

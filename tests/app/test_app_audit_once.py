@@ -1,6 +1,7 @@
 """``python -m xaytune.verify`` does each piece of work once: it walks the output tree
 once, and verifies each evidence store once (the evaluations recomputed from a store
-use the evidence its one verification checked)."""
+use the evidence its one verification checked), and parses each published statement
+once (the errors record and verification share it)."""
 
 from __future__ import annotations
 
@@ -53,3 +54,25 @@ def test_each_store_is_verified_once_and_the_tree_walked_once(quickstart, monkey
     assert verified == dict.fromkeys(stores, 1)
     assert walks == [quickstart.out.absolute()]
     assert globs == []  # nothing else walks the tree (or lists it by pattern)
+
+
+def test_each_published_statement_is_parsed_once(quickstart, monkeypatch):
+    # The errors record (recomputed with the comparison) and verification both read
+    # every replicate's published evidence: one parse of each statement serves both.
+    import xaytune.harness.evidence.publish as publish
+
+    statements = sorted(quickstart.out.absolute().glob("candidates/*/seed-*/evidence/published/*"))
+    parsed: Counter[Path] = Counter()
+    load_statement = publish._load_statement
+
+    def counting(path):
+        parsed[Path(path)] += 1
+        return load_statement(path)
+
+    monkeypatch.setattr(publish, "_load_statement", counting)
+
+    problems, counts, _ = audit_module.audit_tree(quickstart.out)
+
+    assert problems == []
+    assert len(statements) == counts["subjects"] == 6
+    assert parsed == dict.fromkeys(statements, 1)

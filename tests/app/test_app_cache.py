@@ -55,7 +55,7 @@ def cached(tmp_path, monkeypatch):
     """The cache on (read-write) in this test's own directory."""
     monkeypatch.setenv("XAYTUNE_CACHE_MODE", "read-write")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-home"))
-    return tmp_path / "cache-home" / "xaytune" / "evidence" / "v1"
+    return tmp_path / "cache-home" / "xaytune" / "evidence" / "v2"
 
 
 def _run(xaytune, tree: Path, *overrides: str):
@@ -111,7 +111,7 @@ def test_changing_only_the_challenger_reuses_the_baseline_and_verifies(
 
 def test_an_edited_cache_entry_is_refused_and_the_replicate_runs(tmp_path, cached, xaytune, verify):
     _run(xaytune, tmp_path / "first")
-    edited = sorted(cached.glob("*/evidence/tasks/000003/001.jsonl"))[0]
+    edited = sorted(cached.glob("*/files/tasks%2F000003%2F001.jsonl"))[0]
     data = bytearray(edited.read_bytes())
     data[len(data) // 2] ^= 1
     edited.write_bytes(bytes(data))

@@ -117,7 +117,7 @@ def _overrides(url: str, cache_dir: Path) -> list[str]:
 
 
 def _entries(cache_dir: Path) -> list[Path]:
-    root = cache_dir / "v1"
+    root = cache_dir / "v2"
     return sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
 
 

@@ -127,12 +127,16 @@ def test_comparison_and_report_modules_load_scipy_and_matplotlib_only_to_use_the
     assert _loaded(modules, ("scipy", "matplotlib")) == []
 
 
+# _CLI on a machine with a core free (the plot worker is started: core_is_free).
+_CLI_CORE_FREE = "import os; os.getloadavg = lambda: (0.0, 0.0, 0.0); os.cpu_count = lambda: 2\n"
+
+
 def test_a_run_loads_the_statistics_but_not_scipy_stats_or_pyplot(tmp_path, cli_env):
     record = tmp_path / "modules.json"
     out_dir = tmp_path / "run"
     env = {**cli_env, "XAYTUNE_CACHE_MODE": "off"}
     _python(
-        _CLI,
+        _CLI_CORE_FREE + _CLI,
         str(record),
         "+experiment=quickstart",
         "progress=false",
@@ -143,13 +147,11 @@ def test_a_run_loads_the_statistics_but_not_scipy_stats_or_pyplot(tmp_path, cli_
     facts = json.loads(record.read_text())
     assert facts["code"] == 0
     assert (out_dir / "comparison" / "paired_differences.png").is_file()
-    # What the comparison and the plots do need is loaded; the heavier entry points
-    # (the distribution classes, pyplot's state machine) and the HTTP client are not.
-    assert _loaded(facts["modules"], ("scipy.special", "matplotlib.figure")) == [
-        "scipy.special",
-        "matplotlib.figure",
-    ]
-    assert _loaded(facts["modules"], ("scipy.stats", "matplotlib.pyplot", "httpx", "aiohttp")) == []
+    # What the comparison needs is loaded; the heavier entry points (the distribution
+    # classes) and the HTTP client are not. matplotlib is not loaded at all: the plot
+    # worker (xaytune.app.plot_worker) imported it while the replicates ran, and drew.
+    assert _loaded(facts["modules"], ("scipy.special",)) == ["scipy.special"]
+    assert _loaded(facts["modules"], ("scipy.stats", "matplotlib", "httpx", "aiohttp")) == []
 
 
 def test_hydra_config_lookups_share_the_config_store():
@@ -185,3 +187,83 @@ def test_summary_p_value_is_scipy_stats_t_sf_bit_for_bit(replicates, ratio):
     for mean in (ratio, -ratio):
         expected = float(2 * scipy_stats.t.sf(abs(mean / 1.0), df=replicates - 1))
         assert _p_value(mean, 1.0, replicates) == expected
+
+
+# Counts Hydra's compositions of the whole config in a ``python -m xaytune`` process.
+_COUNT_COMPOSITIONS = """
+import json, runpy, sys
+from hydra._internal.hydra import Hydra
+record, argv = sys.argv[1], sys.argv[2:]
+composed = []
+compose_config = Hydra.compose_config
+def counted(self, *args, **kwargs):
+    composed.append(str(kwargs.get("run_mode")))
+    return compose_config(self, *args, **kwargs)
+Hydra.compose_config = counted
+sys.argv = ["xaytune", *argv]
+try:
+    runpy.run_module("xaytune", run_name="__main__", alter_sys=True)
+except SystemExit as stop:
+    code = stop.code or 0
+else:
+    code = 0
+with open(record, "w") as out:
+    json.dump({"code": code, "composed": composed}, out)
+"""
+
+
+def test_a_run_composes_its_config_once(tmp_path, cli_env):
+    # Hydra 1.3 composes the config once only to read hydra.mode, which nothing in the
+    # packaged conf/ sets: compose_once answers None (unset) without that composition.
+    from xaytune.app._hydra_repository import packaged_config_sets_mode
+
+    assert packaged_config_sets_mode() is False
+    record = tmp_path / "composed.json"
+    out = _python(
+        _COUNT_COMPOSITIONS,
+        str(record),
+        "+experiment=quickstart",
+        "--dry-run",
+        cwd=tmp_path,
+        env=cli_env,
+    )
+    assert "dry run" in out
+    facts = json.loads(record.read_text())
+    assert facts == {"code": 0, "composed": ["RunMode.RUN"]}
+
+
+def test_a_hydra_mode_override_is_still_read_by_composing(tmp_path, cli_env):
+    # hydra.mode=MULTIRUN on the command line makes a sweep, exactly as without
+    # compose_once: Hydra composes to read it, then runs the sweep's job.
+    record = tmp_path / "composed.json"
+    _python(
+        _COUNT_COMPOSITIONS,
+        str(record),
+        "+experiment=quickstart",
+        "hydra.mode=MULTIRUN",
+        "seed=101",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        "--dry-run",
+        cwd=tmp_path,
+        env=cli_env,
+    )
+    facts = json.loads(record.read_text())
+    assert facts["code"] == 0
+    assert facts["composed"][0] == "RunMode.MULTIRUN"  # get_mode composed
+    assert "RunMode.RUN" not in facts["composed"]  # ... and the run was a sweep
+
+
+def test_packaged_config_setting_hydra_mode_is_found(tmp_path, monkeypatch):
+    # A packaged config file that sets hydra.mode turns the shortcut off.
+    import xaytune.conf
+    from xaytune.app import _hydra_repository
+
+    conf = tmp_path / "conf"
+    (conf / "experiment").mkdir(parents=True)
+    (conf / "experiment" / "sweep.yaml").write_text(
+        "# @package _global_\nhydra:\n  mode: MULTIRUN\ncache:\n  mode: off\n"
+    )
+    monkeypatch.setattr(xaytune.conf, "__file__", str(conf / "__init__.py"))
+    assert _hydra_repository.packaged_config_sets_mode() is True
+    (conf / "experiment" / "sweep.yaml").write_text("hydra:\n  job:\n    chdir: false\n")
+    assert _hydra_repository.packaged_config_sets_mode() is False

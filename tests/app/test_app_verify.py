@@ -386,3 +386,21 @@ def test_an_evaluation_report_edited_with_its_digest_is_refused(quickstart_copy,
         path.unlink()
     _redigest(quickstart_copy)
     _refused(verify, quickstart_copy, "evaluation-mismatch", str(path))
+
+
+def test_a_run_level_value_edited_everywhere_but_the_evidence_is_refused(quickstart_copy, verify):
+    # A run-level value of the replicate record's evaluation changed, the comparison
+    # recomputed from it and the manifest made to agree: the evaluation recomputed
+    # from the evidence (compared as the JSON data the record holds) says otherwise.
+    path = quickstart_copy / "candidates/calculator/seed-103/replicate.restricted.json"
+    record = json.loads(path.read_bytes())
+    metrics = record["evaluations"][0]["metrics"]
+    (metric,) = [m for m in metrics if (m["metric"], m["slice"]) == ("output_tokens", "all-tasks")]
+    metric["value"] += 1
+    path.write_text(json.dumps(record))
+    _recompare(quickstart_copy)
+    _redigest(quickstart_copy)
+    lines = _refused(verify, quickstart_copy, "evaluation-mismatch", "is not the evidence's")
+    assert [line for line in lines if "evaluation-mismatch" in line] == [
+        f"{path}: evaluation-mismatch: evaluation outcome is not the evidence's"
+    ], lines

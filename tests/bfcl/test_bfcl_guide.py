@@ -1,7 +1,7 @@
 """The guide "Your own benchmark: a BFCL category" runs as written.
 
-The guide is ``bfcl_guide.md`` here (README's section of that title is this text: when
-README holds the section, the two must be equal). Its ``sh`` blocks are commands, run
+The guide is the section of that title in ``docs/guides/bfcl.md``. Its ``sh`` blocks are
+commands, run
 in order from one empty directory as a user would from theirs (``python`` is this
 interpreter); each must succeed, and the tree the first experiment writes verifies.
 The table's task counts are the built suites' counts.
@@ -24,23 +24,22 @@ pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[1]
-GUIDE = HERE / "bfcl_guide.md"
-HEADING = "### Your own benchmark: a BFCL category"
+PAGE = REPO_ROOT / "docs" / "guides" / "bfcl.md"
+HEADING = "## Your own benchmark: a BFCL category"
 _FENCE = re.compile(r"^```sh\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
 def _guide() -> str:
-    return GUIDE.read_text(encoding="utf-8")
+    """The section of the docs page, from its heading to the next one of its level."""
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index(HEADING + "\n")
+    end = text.find("\n## ", start + len(HEADING))
+    return text[start : end + 1 if end != -1 else None]
 
 
-def test_readme_holds_the_guide_as_written():
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_docs_page_holds_the_guide():
     guide = _guide()
-    assert guide.startswith(HEADING + "\n")
-    if HEADING not in readme:
-        pytest.skip("README does not hold the BFCL guide yet (tests/bfcl/bfcl_guide.md)")
-    start = readme.index(HEADING)
-    assert readme[start : start + len(guide)] == guide
+    assert guide.startswith(HEADING + "\n") and "```sh" in guide
 
 
 def test_the_table_counts_are_the_suites(bfcl_source):

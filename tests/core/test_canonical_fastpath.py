@@ -59,10 +59,19 @@ def test_every_float_serialises_exactly_as_rfc8785(value):
     assert canonical_bytes({"v": [value, -value]}) == rfc8785.dumps({"v": [value, -value]})
 
 
+@settings(max_examples=3000, deadline=None)
+@given(st.floats(min_value=5e-7, max_value=2e-4))
+def test_small_floats_respelled_in_fixed_notation_are_rfc8785s(value):
+    # 1e-6 <= |x| < 1e-4 is respelled from repr's digits, not written by rfc8785:
+    # the range around it, both signs, must still be rfc8785's bytes.
+    assert canonical_bytes([value, -value]) == rfc8785.dumps([value, -value])
+
+
 def test_float_spellings_at_the_notation_boundaries_are_rfc8785s():
     edges = [0.0, -0.0, 1e-4, 9.999999999999999e-05, 1e-6, 1e-7, 1.5e-7, 2.3e-05, 1e16,
              1e21, 1e22, 2.0**53, 2.0**53 + 2, -(2.0**53), 5e-324, 1.7976931348623157e308,
-             0.1, 123.0, 4503599627370496.5]  # fmt: skip
+             0.1, 123.0, 4503599627370496.5, 9.999999999999999e-07, 1.0000000000000002e-06,
+             -1e-6, -9.999999999999999e-05, 1.2345678901234567e-05]  # fmt: skip
     for value in edges:
         assert canonical_bytes(value) == rfc8785.dumps(value), value
     assert canonical_bytes(edges) == rfc8785.dumps(edges)

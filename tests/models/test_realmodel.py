@@ -417,3 +417,19 @@ def test_cli_writes_the_full_output_tree_from_the_real_model(gguf, tmp_path):
             assert facets["model"]["provider"] == "llama.cpp"
             assert facets["model"]["revision"].startswith("sha256:")
     assert "\n" in done.stdout and "relation:" in done.stdout
+
+
+@pytest.mark.parametrize(("argv", "code"), [(["--help"], 0), (["-h"], 0), (["--serve"], 2)])
+def test_the_server_command_answers_help_and_refuses_a_stray_flag_without_starting(
+    argv, code, capsys
+) -> None:
+    """`--help` prints the usage and a flag other than --check is one line, exit 2; neither
+    looks for the weights or starts a server (no runtime is needed for this test)."""
+    from xaytune.models.llama_cpp_local import _main
+
+    assert _main(argv) == code
+    out, err = capsys.readouterr()
+    if code == 0:
+        assert out.startswith("usage: python -m xaytune.models.llama_cpp_local") and not err
+    else:
+        assert err.startswith("error: bad-argument: --serve:") and err.count("\n") == 1

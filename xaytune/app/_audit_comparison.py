@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xaytune.app.attempt_errors import ERRORS_FILE, comparison_errors, errors_bytes
+from xaytune.app.attempt_errors import ERRORS_FILE, Loader, comparison_errors, errors_bytes
 from xaytune.app.config import ExperimentConfig
 from xaytune.app.gather import (
     COMPARISON_DIR,
@@ -30,6 +30,7 @@ from xaytune.app.looks import looks_before, read_looks
 from xaytune.app.reports import PLOT_NAMES, page_model, rendered_reports
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
+from xaytune.harness.evidence.publish import load_published
 
 __all__ = ["RECOMPUTE_ERRORS", "cannot_recompute", "comparison_problems"]
 
@@ -61,12 +62,15 @@ def comparison_problems(
     directory: Path | None = None,
     *,
     records: list[Path] | None = None,
+    load: Loader = load_published,
 ) -> list[tuple[Path, str]]:
     """(file, problem) for each comparison file that is not what the replicates under
     ``base`` give under ``cfg``: in ``directory`` (a comparison made again), or every
     challenger's comparison of the run and, with several, their summary; none when
     the run has no ``comparison/`` (a sweep's job). ``records``: the replicate
-    records under ``base``, when the caller has listed the tree."""
+    records under ``base``, when the caller has listed the tree; ``load``: how each
+    replicate's published evidence is loaded for the errors record (the auditor's
+    cache: each statement parsed once per audit)."""
     if not (base / COMPARISON_DIR).is_dir() and directory is None:
         return []
     try:
@@ -78,7 +82,7 @@ def comparison_problems(
     # evidence; every report is rendered again from it.
     where = base / COMPARISON_DIR if directory is None else directory
     try:
-        recorded = comparison_errors(base, cfg, records=records)
+        recorded = comparison_errors(base, cfg, records=records, load=load)
     except RECOMPUTE_ERRORS as error:
         return [(where, cannot_recompute("report-mismatch", "the errors record", error))]
     errors = recorded.data()

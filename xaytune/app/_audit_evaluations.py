@@ -21,6 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from xaytune.app._audit_comparison import RECOMPUTE_ERRORS, cannot_recompute
 from xaytune.app.config import ExperimentConfig
 from xaytune.app.experiment import (
@@ -30,8 +32,8 @@ from xaytune.app.experiment import (
     observed_tasks,
 )
 from xaytune.app.parts import part_change
-from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SuiteSource
+from xaytune.core.domain.measurement import TaskObservation
 from xaytune.evaluation.harness import recompute_harness_evaluation
 from xaytune.harness.evidence import HarnessRunEvidence
 from xaytune.harness.evidence.publish import PublishedSubject
@@ -87,13 +89,17 @@ def evaluation_problems(
             )
             recomputed.append(evaluation)
             restricted = evaluation.restricted_path
-            differing = _task_differences(label, restricted, files[restricted])
-            if differing:  # the cause, by task; the files and record follow from it
-                problems += [(restricted, line) for line in differing]
-                named_by_task = True
-                continue
+            on_disk = {path: _read(path) for path in files}
+            # Task verdicts are read from the report's bytes: the same bytes, the same
+            # verdicts, so only a report that differs is parsed (twice) to name them.
+            if on_disk[restricted] != files[restricted]:
+                differing = _task_differences(label, on_disk[restricted], files[restricted])
+                if differing:  # the cause, by task; the files and record follow from it
+                    problems += [(restricted, line) for line in differing]
+                    named_by_task = True
+                    continue
             for path, data in files.items():
-                if _read(path) != data:
+                if on_disk[path] != data:
                     problems.append((path, "evaluation-mismatch: not what the evidence gives"))
             result = evaluation.result
             if result is None or stored.get(result.evaluator_fingerprint) != _json(result):
@@ -103,7 +109,9 @@ def evaluation_problems(
         for key, observations in observed_tasks(cfg, recomputed).items():
             if named_by_task:
                 break  # the observations follow from the tasks named above
-            if record["task_observations"].get(key) != _json(observations):
+            if record["task_observations"].get(key) != _OBSERVATIONS.dump_python(
+                observations, mode="json"
+            ):
                 problems.append(
                     (
                         record_path,
@@ -117,12 +125,14 @@ def evaluation_problems(
     return problems
 
 
-def _task_differences(label: str, path: Path, recomputed: bytes) -> list[str]:
+def _task_differences(label: str, written: bytes | None, recomputed: bytes) -> list[str]:
     """One line per task whose task_success or scorer reason in the restricted report
-    recorded at ``path`` is not the one in its ``recomputed`` bytes; [] when either
-    cannot be read as a report (the file comparison then says so)."""
+    as ``written`` (None: unreadable) is not the one in its ``recomputed`` bytes; []
+    when either cannot be read as a report (the file comparison then says so)."""
+    if written is None:
+        return []
     try:
-        recorded = json.loads(path.read_bytes())
+        recorded = json.loads(written)
         scorer = recorded["evaluation"]["config"]["spec"]["scorer"]["name"]
         before, after = _verdicts(recorded), _verdicts(json.loads(recomputed))
     except (OSError, ValueError, KeyError, TypeError, StopIteration):
@@ -165,8 +175,18 @@ def _scorer_change(directory: Path) -> str | None:
     return None if change is None else f"{path}: {change}"
 
 
-def _json(value: object) -> object:
-    return json.loads(canonical_bytes(value))
+def _json(result: Any) -> object:
+    """``result`` as the JSON data its canonical bytes parse to: what a replicate
+    record holds of it. ``model_dump(mode="json")`` gives that data without writing
+    and parsing the bytes: canonical JSON writes each float so that it parses back to
+    the same float (an integral one as the integer, equal under ``==``), and the
+    canonical writer itself serialises a model by this dump.
+    """
+    return result.model_dump(mode="json")
+
+
+# Per-task observations as JSON data (as :func:`_json`, for the record's lists).
+_OBSERVATIONS = TypeAdapter(tuple[TaskObservation, ...])
 
 
 def _read(path: Path) -> bytes | None:

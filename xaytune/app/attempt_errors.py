@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -60,6 +60,7 @@ __all__ = [
     "AttemptErrors",
     "CandidateErrors",
     "CauseGroup",
+    "Loader",
     "ReplicateErrors",
     "comparison_errors",
     "errors_bytes",
@@ -236,7 +237,13 @@ def _over(replicate: ReplicateErrors, bound: float) -> bool:
     return bool(replicate.tasks) and replicate.model_errors / replicate.tasks > bound
 
 
-def _published_evidence(record: Path) -> tuple[HarnessRunEvidence, Path]:
+# Loads a published subject (``load_published``, or a caller's cache of what it loaded).
+Loader = Callable[[PublishedSubject], HarnessRunEvidence]
+
+
+def _published_evidence(
+    record: Path, load: Loader = load_published
+) -> tuple[HarnessRunEvidence, Path]:
     """The evidence a replicate record's evaluations are of, and its store."""
     replicate = json.loads(record.read_bytes())
     digests = {e["subject_digest"] for e in replicate["evaluations"]}
@@ -249,7 +256,7 @@ def _published_evidence(record: Path) -> tuple[HarnessRunEvidence, Path]:
         path=str(store / "published" / f"{digest.removeprefix('sha256:')}.intoto.json"),
         store_root=str(store),
     )
-    return load_published(subject), store
+    return load(subject), store
 
 
 def tree_errors(
@@ -259,16 +266,19 @@ def tree_errors(
     challengers: Iterable[str],
     bound: float,
     records: list[Path] | None = None,
+    load: Loader = load_published,
 ) -> AttemptErrors:
     """The errors of every replicate under ``root`` (``records``: their record files,
     when the caller has listed the tree), by candidate label, and the challengers not
-    compared at ``bound``."""
+    compared at ``bound``. ``load`` loads each published subject (the auditor passes
+    its cache, so a statement it verifies is parsed once; any loader must refuse what
+    :func:`~xaytune.harness.evidence.publish.load_published` refuses)."""
     from xaytune.app.experiment import CANDIDATE_FILE, REPLICATE_FILE
 
     found: dict[str, tuple[str, list[ReplicateErrors]]] = {}
     for record in sorted(root.rglob(REPLICATE_FILE)) if records is None else records:
         candidate = json.loads((record.parent.parent / CANDIDATE_FILE).read_bytes())
-        evidence, store = _published_evidence(record)
+        evidence, store = _published_evidence(record, load)
         entry = found.setdefault(candidate["label"], (candidate["name"], []))
         entry[1].append(replicate_errors(evidence, store))
     candidates = {
@@ -300,16 +310,22 @@ def errors_bytes(errors: AttemptErrors) -> bytes:
 
 
 def comparison_errors(
-    root: Path, cfg: ExperimentConfig, *, records: list[Path] | None = None
+    root: Path,
+    cfg: ExperimentConfig,
+    *,
+    records: list[Path] | None = None,
+    load: Loader = load_published,
 ) -> AttemptErrors:
     """The errors record of the run under ``root`` as ``cfg`` compares it (its
-    baseline, challengers and ``comparison.max_model_error_share``)."""
+    baseline, challengers and ``comparison.max_model_error_share``); ``records`` and
+    ``load`` as for :func:`tree_errors`."""
     return tree_errors(
         root,
         baseline=cfg.baseline,
         challengers=cfg.challengers,
         bound=cfg.comparison.max_model_error_share,
         records=records,
+        load=load,
     )
 
 

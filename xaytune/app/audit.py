@@ -90,11 +90,23 @@ class _Audit:
     tree: TreeFiles | None = None
     # Each manifest as read (None: refused, named once).
     manifests: dict[Path, ManifestView | None] = field(default_factory=dict)
+    # Each published statement as loaded (load_published's checks passed), by subject:
+    # the errors record and verification read one parse of it. A statement refused is
+    # not kept, so each reader meets the refusal itself.
+    loaded: dict[tuple[str, str, str], HarnessRunEvidence] = field(default_factory=dict)
 
     @property
     def files(self) -> TreeFiles:
         assert self.tree is not None, "the tree is walked first"
         return self.tree
+
+    def load(self, subject: PublishedSubject) -> HarnessRunEvidence:
+        """``load_published(subject)``, once per subject per audit."""
+        key = (subject.digest, subject.path, subject.store_root)
+        evidence = self.loaded.get(key)
+        if evidence is None:
+            evidence = self.loaded[key] = load_published(subject)
+        return evidence
 
     def problem(self, path: Path, message: str) -> None:
         """One line naming ``path`` (once: an error's message may name it already)."""
@@ -160,7 +172,10 @@ def audit_tree(
                 audit.problem(file, message)
         elif source is not None and cfg is not None:
             under = [record for record in records if record.is_relative_to(path.parent)]
-            for file, message in comparison_problems(path.parent, cfg, source, records=under):
+            differing = comparison_problems(
+                path.parent, cfg, source, records=under, load=audit.load
+            )
+            for file, message in differing:
                 audit.problem(file, message)
         _check_recomparisons(manifest, path, source, cfg, audit)
         if cfg is not None and models is None:
@@ -241,7 +256,10 @@ def _check_recomparisons(
         records = [
             record for record in audit.files.named(REPLICATE_FILE) if record.is_relative_to(base)
         ]
-        for file, message in comparison_problems(base, again, source, directory, records=records):
+        differing = comparison_problems(
+            base, again, source, directory, records=records, load=audit.load
+        )
+        for file, message in differing:
             audit.problem(file, message)
     prefix = os.path.join(base, RECOMPARISON_PREFIX)
     found = [
@@ -724,7 +742,7 @@ def _verified_store(
             store_root=str(store_root),
         )
         try:
-            evidence = load_published(subject)
+            evidence = audit.load(subject)
             verify_run_evidence(evidence, source.suite, source, store)
         except XaytuneError as error:
             audit.problem(statement, str(error))

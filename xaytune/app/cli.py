@@ -283,10 +283,11 @@ def _dry_run_argument(argv: list[str]) -> list[str]:
 
 def run() -> None:
     """``python -m xaytune``."""
-    from xaytune.app._hydra_repository import share_config_store
+    from xaytune.app._hydra_repository import compose_once, share_config_store
     from xaytune.app.main import main
 
     share_config_store()  # --help lists the config groups in ~0.1 s, not ~0.7 s
+    compose_once()  # a run composes its config once, not twice
 
     sys.argv[1:] = _dry_run_argument(sys.argv[1:])
     _check_resume_argument(sys.argv[1:])

@@ -13,12 +13,11 @@ import asyncio
 import logging
 import os
 import platform
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from xaytune.app import cache
+from xaytune.app import cache, cache_evaluations
 from xaytune.app.cache import replicate_key
 from xaytune.app.config import (
     AnthropicModelConfig,
@@ -31,10 +30,11 @@ from xaytune.app.config import (
 from xaytune.app.endpoints import endpoint_key, model_error_counts, unvouched
 from xaytune.app.intent import INTENT_FILE
 from xaytune.app.parts import model_adapter_identity
+from xaytune.app.reuse import reuse_replicate
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import SuiteSource, record_assignment
 from xaytune.core.domain.measurement import TaskObservation
-from xaytune.core.errors import ConfigError, ExecutionError, XaytuneError
+from xaytune.core.errors import ConfigError, ExecutionError
 from xaytune.core.harness_comparison import ReplicateRuns
 from xaytune.evaluation.harness import (
     EvaluationSpec,
@@ -54,8 +54,8 @@ from xaytune.harness import (
     HarnessRunner,
     Toolbox,
 )
-from xaytune.harness.evidence import HarnessRunEvidence, assemble_evidence
-from xaytune.harness.evidence.store import STORE_MARKER, STORE_SCHEMA, atomic_write
+from xaytune.harness.evidence import assemble_evidence
+from xaytune.harness.evidence.store import atomic_write
 from xaytune.harness.replicate import compile_replicate
 from xaytune.harness.runner import AttemptResult, TaskRun
 from xaytune.models import DEFINITIVE_REASONS, Model, SimulatedModel
@@ -241,7 +241,7 @@ def run_replicate(
         model=model.identity,
         prices=cfg.model.prices,
     )
-    cached = None
+    cached = reuse = None
     key = replicate_key(
         suite_digest=suite.digest,
         assignment_digest=assignment.digest,
@@ -260,9 +260,10 @@ def run_replicate(
             specs, suite, sampling, assignment, source, store, intent=reused.intent_digest
         )
     elif fresh and use_cache:
-        reused = _reuse(cfg, key, specs, sampling, assignment, source, store)
-        cached = None if reused is None else reused[1]
-        reused = None if reused is None else reused[0]
+        root = cache.cache_root(cfg.cache.dir)
+        reuse = reuse_replicate(root, key, specs, sampling, assignment, source, store)
+        if reuse is not None:  # linked from the cache, verified and published here
+            reused, cached, subject = reuse
     runner = HarnessRunner(durability=cfg.durability, intent=intent)
 
     async def run_all():
@@ -290,7 +291,8 @@ def run_replicate(
         evidence = assemble_evidence(
             specs, suite, sampling, assignment, source, store, intent=intent
         )
-    subject = publish_evidence(evidence, store)
+    if reuse is None:
+        subject = publish_evidence(evidence, store)
     if (
         cached is None
         and fresh
@@ -312,8 +314,12 @@ def run_replicate(
             else reused.timing_environment,
             max_bytes=int(cfg.cache.max_gb * 1e9),
         )
+    # The cache entry holding this very evidence keeps its deterministic evaluations.
+    held = None
+    if use_cache:
+        held = cache_evaluations.entry_for(cache.cache_root(cfg.cache.dir), key, evidence.digest)
     evaluations = [
-        _evaluate(cfg, label, subject, source=source, directory=directory, seed=seed)
+        _evaluate(cfg, label, subject, source=source, directory=directory, seed=seed, held=held)
         for label in sorted(cfg.evaluators)
     ]
     observations = observed_tasks(cfg, evaluations)
@@ -357,36 +363,6 @@ async def _close(model) -> None:
     close = getattr(model, "aclose", None)
     if close is not None:
         await close()
-
-
-def _reuse(
-    cfg, key, specs, sampling, assignment, source, store
-) -> tuple[cache.CachedReplicate, HarnessRunEvidence] | None:
-    """The replicate's evidence copied from the cache and verified here, or None (a
-    miss, or an entry that does not verify: it is removed from this tree, never
-    served, and the replicate runs)."""
-    root = cache.cache_root(cfg.cache.dir)
-    entry = cache.lookup(root, key)
-    if entry is None:
-        return None
-    try:
-        restored = cache.restore(entry, key, store.root)
-        evidence = assemble_evidence(
-            specs, source.suite, sampling, assignment, source, store,
-            intent=restored.intent_digest,
-        )  # fmt: skip
-    except (XaytuneError, OSError, ValueError, KeyError) as error:
-        _log.warning("evidence cache: entry %s refused (%s); running the replicate", key, error)
-        store.root.mkdir(parents=True, exist_ok=True)
-        for path in store.root.iterdir():  # the copy goes; the store's marker stays
-            if path.name != STORE_MARKER:
-                shutil.rmtree(path) if path.is_dir() else path.unlink()
-        atomic_write(store.root / STORE_MARKER, canonical_bytes({"schema": STORE_SCHEMA}) + b"\n")
-        for position in range(len(specs)):
-            store.task_output(position)  # the empty task directories the specs write to
-        return None
-    _log.info("evidence cache: reused %s for %s", key, store.root)
-    return restored, evidence
 
 
 def _refuse_unfinished(runs: list[TaskRun], harness: Harness, seed: int) -> None:
@@ -461,10 +437,18 @@ def observed_tasks(
     return observations
 
 
-def _evaluate(cfg: ExperimentConfig, label: str, subject, *, source, directory: Path, seed: int):
-    """Bind and run one configured evaluator on a published subject."""
+def _evaluate(cfg, label: str, subject, *, source, directory: Path, seed: int, held=None):
+    """Bind and run one configured evaluator on a published subject. ``held``: the
+    evidence cache's entry of this subject, where a DETERMINISTIC evaluation is looked
+    up first (linked, checked, never measured twice) and stored after."""
     evaluator, unbound = configured_evaluation(cfg, source, label)
     spec = bind_evaluation(evaluator, unbound)
+    key = None
+    if held is not None and spec.determinism == "DETERMINISTIC":
+        key, header = cache_evaluations.keyed(spec, evaluator, subject, source, seed)
+        found = cache_evaluations.load(held, key, evaluation_dir(directory, label), header)
+        if found is not None and found.result is not None:
+            return found
     evaluation = run_harness_evaluation(
         evaluator,
         spec,
@@ -478,6 +462,8 @@ def _evaluate(cfg: ExperimentConfig, label: str, subject, *, source, directory: 
             "no-result",
             f"{directory}: evaluator {label} produced no result (no task was attested)",
         )
+    if key is not None and cfg.cache.mode == "read-write":
+        cache_evaluations.store(held, key, evaluation)
     return evaluation
 
 

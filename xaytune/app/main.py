@@ -33,10 +33,10 @@ from xaytune.core.errors import ConfigError, XaytuneError
 if TYPE_CHECKING:
     from xaytune.app.config import ExperimentConfig
 
-# The modules that run, compare and report (numpy, scipy, matplotlib, rich) are imported
-# when a run starts, and the config schema (which pulls in the harness and model
-# modules) when a config is validated: --help or --cfg answers without loading them
-# (tests/app/test_app_lazy_imports.py).
+# The modules that run, compare and report (numpy, scipy, rich) are imported when a run
+# starts, and the config schema (which pulls in the harness and model modules) when a
+# config is validated: --help or --cfg answers without loading them; matplotlib only in
+# the plot worker (tests/app/test_app_lazy_imports.py).
 
 __all__ = ["main", "resolve_config", "resume_command"]
 
@@ -246,8 +246,10 @@ def finish(
     from xaytune.app.manifest import write_manifest
     from xaytune.app.reports import terminal_table
     from xaytune.app.summary import print_summary
-    from xaytune.report import cause_lines
+    from xaytune.report import cause_lines, set_plot_drawer
 
+    if _plot_workers:  # matplotlib was imported there while the replicates ran
+        set_plot_drawer(_plot_workers[0].draw)
     written = write_comparison(out, cfg, source, looks=read_looks(out))
     errors = json.loads((out / "comparison" / ERRORS_FILE).read_bytes())  # just written
     warning = record_look(
@@ -334,12 +336,34 @@ def _discard_unused(directory: Path) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def _draw_plots_aside(mode: RunMode | None, *, dry_run: bool) -> None:
+    """Start the process that draws this run's plots (xaytune.app.plot_worker): it
+    imports matplotlib while the replicates run. Not for a sweep's job or a dry run,
+    which draw nothing; ended when this process exits (it holds nothing that must
+    finish)."""
+    if mode == RunMode.MULTIRUN or dry_run:
+        return
+    import atexit
+
+    from xaytune.app.plot_worker import start_plot_worker
+
+    worker = start_plot_worker()
+    if worker is not None:
+        _plot_workers.append(worker)  # handed the plots by finish()
+        atexit.register(worker.close)
+
+
+# This process's plot worker (at most one), started by _draw_plots_aside.
+_plot_workers: list = []
+
+
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(raw: DictConfig) -> None:
     """Hydra task function."""
     composition_done()
     out: Path | None = None
     hydra_cfg = HydraConfig.get()
+    _draw_plots_aside(hydra_cfg.mode, dry_run=raw.get("dry_run") is True)
     try:
         try:
             cfg, plain = resolve_config(raw)

@@ -44,6 +44,7 @@ from typing import Any
 
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import ExecutionError, FingerprintError
+from xaytune.harness._watchdog import checkpoint
 from xaytune.harness.environment import AttemptToolbox, open_environment
 from xaytune.harness.evidence._attempt import AttemptSession
 from xaytune.harness.evidence.calls import usage_event
@@ -418,6 +419,7 @@ class LoopContext:
         """One model turn over ``messages``; ``tools`` defaults to every offered tool
         (pass ``()`` for a turn without tools; only offered tools may be passed).
         ``max_output_tokens`` may lower the harness's limit, never raise it."""
+        checkpoint()  # a deadline or stop the watchdog could not raise inside a write
         host = self.__host
         offered = host.schemas
         if tools is None:
@@ -444,6 +446,7 @@ class LoopContext:
 
         Authorization, argument checks, the timeout and the tool-call budget are the
         host's; a refused call comes back as a result the model can see."""
+        checkpoint()
         host = self.__host
         if isinstance(call, str):
             text = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
@@ -452,6 +455,7 @@ class LoopContext:
 
     def note(self, text: str, **data: Any) -> None:
         """Record a note of the loop's (a plan, a decision) in the trajectory."""
+        checkpoint()
         host = self.__host
         host.check_open("note")
         try:

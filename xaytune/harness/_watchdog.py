@@ -12,7 +12,10 @@ code, marked by :class:`AttemptWindow` (a context variable; a running task's con
 the thread's): past the deadline it raises :class:`AttemptDeadline` once (not an
 Exception: ``except Exception`` cannot swallow it), on a stop KeyboardInterrupt; never
 in an evidence write, the host's bookkeeping or the event loop's own code
-(``_interruptible``). A signal that could not act is sent again after ``RETRY_S``.
+(``_interruptible``). A signal that could not act is sent again after ``RETRY_S``, and
+marks the attempt: the loop's next call into its context (``ctx.note``, ``generate``,
+``call_tool``, before any bookkeeping) raises there (:func:`checkpoint`), so a loop that
+spends its time inside those calls (a spin of ``ctx.note``) is stopped too.
 
 Off unless safe: the loop in the main thread, and SIGALRM's handler the default (a
 program, or pytest-timeout's signal method, with its own keeps it). Every handler
@@ -42,6 +45,7 @@ __all__ = [
     "RETRY_S",
     "AttemptDeadline",
     "AttemptWindow",
+    "checkpoint",
     "request_stop",
     "watched",
     "watching",
@@ -69,10 +73,11 @@ class AttemptWindow:
     """The block runs one attempt's own code, with a deadline ``seconds`` from entry.
     The runner's sealing comes after the block: nothing is raised for it there."""
 
-    __slots__ = ("_token", "deadline", "open", "seconds")
+    __slots__ = ("_token", "deadline", "open", "pending", "seconds")
 
     def __init__(self, seconds: float) -> None:
         self.seconds, self.deadline, self.open = seconds, 0.0, False
+        self.pending = False  # a signal found it where raising is unsafe: see checkpoint()
 
     def __enter__(self) -> None:
         self.deadline, self.open = time.monotonic() + self.seconds, True
@@ -167,8 +172,13 @@ class _Watchdog:
             self.hold_until = window.deadline  # the held attempt still has time
             return
         if not interruptible(frame):
-            return  # sent again after RETRY_S
-        if stop:  # again while a loop swallows it: the block's exit closes the window
+            window.pending = True  # raised at the loop's next safe call (checkpoint)
+            return  # and sent again after RETRY_S
+        self._interrupt(window)
+
+    def _interrupt(self, window: AttemptWindow) -> None:
+        window.pending = False
+        if self.stopping:  # again while a loop swallows it: the block's exit closes the window
             self._unhook_sigint()  # the Runner then restores its default handler
             raise KeyboardInterrupt
         window.deadline = math.inf  # once: a loop that swallows it can still be stopped
@@ -185,6 +195,15 @@ class _Watchdog:
 
 
 _active: _Watchdog | None = None  # the main thread's, while its loop is watched
+
+
+def checkpoint() -> None:
+    """Raise here what a signal could not raise where it landed (an evidence write, the
+    host's bookkeeping): called by the loop context on entry to each of its calls, a
+    point where the attempt's own code is running and nothing is half-done."""
+    window = _WINDOW.get()
+    if window is not None and window.pending and window.open and _active is not None:
+        _active._interrupt(window)
 
 
 @contextlib.contextmanager

@@ -253,8 +253,19 @@ def _main(argv: list[str]) -> int:
     """``python -m xaytune.models.llama_cpp_local [--check]``.
 
     Prints the runtime and the pinned weights, starts a server on them and, with
-    ``--check``, stops it once healthy; without, serves until Ctrl-C.
+    ``--check``, stops it once healthy; without, serves until Ctrl-C. ``--help`` prints
+    this (exit 0) and anything else is refused (exit 2): neither starts a server.
     """
+    if argv[:1] in (["-h"], ["--help"]):
+        print(
+            "usage: python -m xaytune.models.llama_cpp_local [--check]\n\n"
+            "Start a llama.cpp server on the pinned local weights: --check stops it once "
+            "healthy (exit 0); without, it serves until Ctrl-C."
+        )
+        return 0
+    if argv not in ([], ["--check"]):
+        print(f"error: bad-argument: {' '.join(argv)}: only --check (or --help)", file=sys.stderr)
+        return 2
     try:
         path = locate_gguf()
         print(f"{runtime_version()}; {path.name} {gguf_sha256(path)}", flush=True)

@@ -14,7 +14,7 @@ from xaytune.report._files import render_html, rendered_reports, write_reports
 from xaytune.report._markdown import render_markdown
 from xaytune.report._naming import model_title
 from xaytune.report._page import ComparisonView, ReportPage, comparison_view, report_page
-from xaytune.report._plots import PLOT_NAMES, cost_axis, plot_png
+from xaytune.report._plots import PLOT_NAMES, cost_axis, draw_png, plot_png, set_plot_drawer
 from xaytune.report._terminal import terminal_grid, terminal_table
 from xaytune.report._words import SE_ZERO_MARK, VERDICT_WORDS
 
@@ -27,6 +27,7 @@ __all__ = [
     "cause_lines",
     "comparison_view",
     "cost_axis",
+    "draw_png",
     "error_cells",
     "model_title",
     "plot_png",
@@ -34,6 +35,7 @@ __all__ = [
     "render_markdown",
     "rendered_reports",
     "report_page",
+    "set_plot_drawer",
     "terminal_grid",
     "terminal_table",
     "write_reports",

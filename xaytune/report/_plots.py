@@ -12,17 +12,30 @@ report gives the same bytes on the same matplotlib.
 
 matplotlib is imported when the first plot is drawn, and only its figure and Agg
 canvas: pyplot (its figure manager, backend switching and state) is not needed to
-write a PNG and costs ~0.4 s more to import; the bytes are the same.
+write a PNG and costs ~0.4 s more to import; the bytes are the same. A run may hand
+the drawing to another process that imported matplotlib while the replicates ran
+(:func:`set_plot_drawer`, :mod:`xaytune.app.plot_worker`): :func:`plot_png` then asks
+it, and draws here when it cannot answer. Either way the bytes are :func:`draw_png`'s.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Callable
 
 from xaytune.core.harness_comparison import ComparisonReport, MetricComparison
 
-__all__ = ["PAIRED_PLOT", "PLOT_NAMES", "cost_axis", "pareto_front", "plot_png", "verdict_label"]
+__all__ = [
+    "PAIRED_PLOT",
+    "PLOT_NAMES",
+    "cost_axis",
+    "draw_png",
+    "pareto_front",
+    "plot_png",
+    "set_plot_drawer",
+    "verdict_label",
+]
 
 PAIRED_PLOT = "paired_differences.png"
 # Every plot a comparison may have, in the order they are drawn (and listed in
@@ -97,8 +110,32 @@ def _paired_axis(axis, metric: MetricComparison, a: str, b: str) -> None:
     axis.legend(fontsize=7)
 
 
+# The drawer another process offers (set_plot_drawer); None: draw in this process.
+_drawer: list[Callable[[ComparisonReport], dict[str, bytes] | None]] = []
+
+
+def set_plot_drawer(drawer: Callable[[ComparisonReport], dict[str, bytes] | None] | None) -> None:
+    """Have :func:`plot_png` ask ``drawer`` first (None: draw in this process again).
+
+    ``drawer`` must return exactly :func:`draw_png`'s bytes for the report, or None when
+    it cannot answer (its process is gone): the plots are then drawn here."""
+    _drawer.clear()
+    if drawer is not None:
+        _drawer.append(drawer)
+
+
 def plot_png(report: ComparisonReport) -> dict[str, bytes]:
-    """The comparison's plots by file name, in drawing order (PLOT_NAMES)."""
+    """The comparison's plots by file name, in drawing order (PLOT_NAMES): from the
+    drawer set by :func:`set_plot_drawer` when it answers, else :func:`draw_png`."""
+    if _drawer:
+        drawn = _drawer[0](report)
+        if drawn is not None:
+            return drawn
+    return draw_png(report)
+
+
+def draw_png(report: ComparisonReport) -> dict[str, bytes]:
+    """The comparison's plots by file name, in drawing order (PLOT_NAMES), drawn here."""
     a, b = report.a.name, report.b.name
     plots: dict[str, bytes] = {}
     objectives = [o.metric for o in report.spec.objectives if o.metric in report.metrics]

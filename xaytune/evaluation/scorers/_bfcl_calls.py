@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["bfcl_language", "decoded_arguments", "decoded_call"]
+__all__ = ["bfcl_language", "decoded_arguments", "decoded_call", "single_call_refusal"]
 
 
 def decoded_arguments(call: dict[str, Any]) -> dict[str, Any] | None:
@@ -42,3 +42,19 @@ def bfcl_language(category: str) -> str:
     if "javascript" in category:
         return "javascript"
     return "java" if "java" in category else "python"
+
+
+def single_call_refusal(task: Any, categories: Any, *, scorer: str) -> str | None:
+    """Why the single-call scorer ``scorer`` does not check ``task`` (one line), or None
+    when it is a BFCL single-call task of one of ``categories``. A task naming no
+    category is ``simple_python``'s."""
+    environment = getattr(task, "environment", None)
+    if environment is None or environment.name != "bfcl-functions":
+        return "not a BFCL single-call task (environment bfcl-functions)"
+    category = environment.params.get("category", "simple_python")
+    if category not in categories:
+        return (
+            f"BFCL category {category!r} is not one {scorer} checks "
+            f"({', '.join(sorted(categories))})"
+        )
+    return None

@@ -40,7 +40,11 @@ import json
 from typing import Any
 
 from xaytune.evaluation.scorers._bfcl_ast_rules import CONVERTER_MODULES, ast_check
-from xaytune.evaluation.scorers._bfcl_calls import bfcl_language, decoded_call
+from xaytune.evaluation.scorers._bfcl_calls import (
+    bfcl_language,
+    decoded_call,
+    single_call_refusal,
+)
 from xaytune.evaluation.scorers._score import Score
 
 __all__ = ["AST_CATEGORIES", "bfcl_ast", "bfcl_ast_accepts"]
@@ -104,16 +108,7 @@ def _message(errors: list[Any]) -> str:
 
 def bfcl_ast_accepts(task: Any) -> str | None:
     """None when ``task`` is a task this scorer checks; else why not (one line)."""
-    environment = getattr(task, "environment", None)
-    if environment is None or environment.name != "bfcl-functions":
-        return "not a BFCL single-call task (environment bfcl-functions)"
-    category = environment.params.get("category", _DEFAULT_CATEGORY)
-    if category not in AST_CATEGORIES:
-        return (
-            f"BFCL category {category!r} is not AST-checked (bfcl-ast checks "
-            f"{', '.join(sorted(AST_CATEGORIES))})"
-        )
-    return None
+    return single_call_refusal(task, AST_CATEGORIES, scorer="bfcl-ast")
 
 
 bfcl_ast.__xaytune_accepts__ = bfcl_ast_accepts  # type: ignore[attr-defined]

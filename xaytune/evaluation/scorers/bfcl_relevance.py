@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from xaytune.evaluation.scorers._bfcl_calls import decoded_call
+from xaytune.evaluation.scorers._bfcl_calls import decoded_call, single_call_refusal
 from xaytune.evaluation.scorers._score import Score
 
 __all__ = ["RELEVANCE_CATEGORIES", "bfcl_relevance", "bfcl_relevance_accepts"]
@@ -70,16 +70,7 @@ def bfcl_relevance(answer: str, reference: str) -> Score:
 
 def bfcl_relevance_accepts(task: Any) -> str | None:
     """None when ``task`` is a task this scorer checks; else why not (one line)."""
-    environment = getattr(task, "environment", None)
-    if environment is None or environment.name != "bfcl-functions":
-        return "not a BFCL single-call task (environment bfcl-functions)"
-    category = environment.params.get("category", "simple_python")
-    if category not in RELEVANCE_CATEGORIES:
-        return (
-            f"BFCL category {category!r} is not a relevance category (bfcl-relevance checks "
-            f"{', '.join(RELEVANCE_CATEGORIES)})"
-        )
-    return None
+    return single_call_refusal(task, RELEVANCE_CATEGORIES, scorer="bfcl-relevance")
 
 
 bfcl_relevance.__xaytune_accepts__ = bfcl_relevance_accepts  # type: ignore[attr-defined]
