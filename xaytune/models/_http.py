@@ -34,7 +34,7 @@ import time
 import urllib.parse
 import urllib.request
 import weakref
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,12 +44,13 @@ import certifi
 from xaytune.core import limits
 from xaytune.core.canonical import MAX_SAFE_INTEGER
 from xaytune.core.errors import ConfigError
-from xaytune.models._protocol import ModelError, TransientModelError
+from xaytune.models._protocol import ModelError, ModelIdentity, TransientModelError
 
 __all__ = [
     "Answer",
     "Exhausted",
     "HttpEndpoint",
+    "HttpModel",
     "RetryPolicy",
     "backoff_delay",
     "encode_json",
@@ -389,3 +390,80 @@ class HttpEndpoint:
             self._closer = _closed_at_loop_shutdown(self._session)
             await anext(self._closer)  # parked until aclose() or the loop's shutdown
         return self._session
+
+
+class HttpModel:
+    """What the HTTP model adapters share: the checked settings, the API key read from
+    the environment (never kept in messages or a repr), the endpoint with its retry
+    policy, and the identity. A subclass sets ``provider`` and calls :meth:`_open`."""
+
+    provider: str
+
+    def _open(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        route: str,
+        reserved: frozenset[str],
+        api_key_env: str | None,
+        headers: Mapping[str, str],
+        auth: Callable[[str], Mapping[str, str]],
+        revision: str,
+        parameters: dict[str, Any] | None,
+        timeout_s: float,
+        total_timeout_s: float,
+        retry: Mapping[str, Any],
+    ) -> None:
+        """Check and keep the settings (``model-config``; an unset key variable is
+        ``model-auth``). ``route`` is appended to the base URL for a completion;
+        ``headers`` go on every request, ``auth(key)`` too when a key is set;
+        ``retry`` holds :class:`RetryPolicy`'s fields."""
+        where = f"model {model!r} at {base_url}"
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError("model-config", f"{where}: base_url must start with http(s)://")
+        if not model:
+            raise ConfigError("model-config", f"model at {base_url}: the model name is empty")
+        parameters = dict(parameters or {})
+        clash = sorted(reserved & parameters.keys())
+        if clash:
+            raise ConfigError("model-config", f"{where}: parameters may not set {clash}")
+        policy = RetryPolicy(**retry)
+        policy.check(where)
+        api_key: str | None = None
+        if api_key_env is not None:
+            api_key = os.environ.get(api_key_env)
+            if not api_key:
+                raise ModelError(
+                    "model-auth", f"{where}: environment variable {api_key_env} is not set"
+                )
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self._where = f"model {model!r} at {self.base_url}"
+        self._url = f"{self.base_url}{route}"
+        self._api_key = api_key
+        self._api_key_env = api_key_env
+        self._parameters = parameters
+        self._http = HttpEndpoint(
+            self.base_url,
+            where=self._where,
+            headers={**headers, **(auth(api_key) if api_key else {})},
+            policy=policy,
+            timeout_s=timeout_s,
+            total_timeout_s=total_timeout_s,
+        )
+        self._identity = ModelIdentity(
+            provider=self.provider, model=model, revision=revision, parameters=parameters
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
+
+    @property
+    def identity(self) -> ModelIdentity:
+        """``<provider> / <model> / <revision>`` with the pinned parameters."""
+        return self._identity
+
+    async def aclose(self) -> None:
+        """Close this event loop's HTTP session (a session of another loop is dropped)."""
+        await self._http.aclose()

@@ -37,14 +37,12 @@ no usage -> ``usage-missing``; 429, 5xx and 529 ``overloaded_error`` are retried
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from xaytune.core import limits
 from xaytune.core.errors import ConfigError
 from xaytune.models._http import (
-    HttpEndpoint,
-    RetryPolicy,
+    HttpModel,
     encode_json,
     entry_identity,
     is_count,
@@ -59,7 +57,6 @@ from xaytune.models._protocol import (
     FinishReason,
     Message,
     ModelError,
-    ModelIdentity,
     ModelReply,
     ModelRequest,
     ToolCall,
@@ -87,7 +84,7 @@ _PREFLIGHT = ModelRequest(
 )
 
 
-class AnthropicModel:
+class AnthropicModel(HttpModel):
     """A Claude model behind ``POST {base_url}/v1/messages``.
 
     ``parameters`` (temperature, top_p, top_k, stop_sequences, max_tokens, ...) are
@@ -119,66 +116,31 @@ class AnthropicModel:
         backoff_cap_s: float = 30.0,
         retry_after_cap_s: float = 60.0,
     ) -> None:
-        where = f"model {model!r} at {base_url}"
-        if not base_url.startswith(("http://", "https://")):
-            raise ConfigError("model-config", f"{where}: base_url must start with http(s)://")
-        if not model:
-            raise ConfigError("model-config", f"model at {base_url}: the model name is empty")
-        if not (is_count(max_tokens) and 0 < max_tokens <= limits.MAX_CONTEXT_WINDOW):
-            raise ConfigError("model-config", f"{where}: max_tokens {max_tokens!r} is not >= 1")
-        parameters = dict(parameters or {})
-        clash = sorted(_RESERVED & parameters.keys())
-        if clash:
-            raise ConfigError("model-config", f"{where}: parameters may not set {clash}")
-        policy = RetryPolicy(
-            max_retries=max_retries,
-            backoff_s=backoff_s,
-            backoff_cap_s=backoff_cap_s,
-            retry_after_cap_s=retry_after_cap_s,
-            statuses=_RETRY_STATUSES,
-        )
-        policy.check(where)
-        api_key: str | None = None
-        if api_key_env is not None:
-            api_key = os.environ.get(api_key_env)
-            if not api_key:
-                raise ModelError(
-                    "model-auth", f"{where}: environment variable {api_key_env} is not set"
-                )
-        headers = {"anthropic-version": anthropic_version}
-        if api_key:
-            headers["x-api-key"] = api_key
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self._where = f"model {model!r} at {self.base_url}"
-        self._url = f"{self.base_url}/v1/messages"
-        self._api_key = api_key
-        self._api_key_env = api_key_env
-        self._parameters = parameters
-        self._max_tokens = max_tokens
-        self._http = HttpEndpoint(
-            self.base_url,
-            where=self._where,
-            headers=headers,
-            policy=policy,
+        self._open(
+            base_url,
+            model,
+            route="/v1/messages",
+            reserved=_RESERVED,
+            api_key_env=api_key_env,
+            headers={"anthropic-version": anthropic_version},
+            auth=lambda key: {"x-api-key": key},
+            revision=revision,
+            parameters=parameters,
             timeout_s=timeout_s,
             total_timeout_s=total_timeout_s,
+            retry={
+                "max_retries": max_retries,
+                "backoff_s": backoff_s,
+                "backoff_cap_s": backoff_cap_s,
+                "retry_after_cap_s": retry_after_cap_s,
+                "statuses": _RETRY_STATUSES,
+            },
         )
-        self._identity = ModelIdentity(
-            provider=self.provider, model=model, revision=revision, parameters=parameters
-        )
-
-    def __repr__(self) -> str:
-        return f"AnthropicModel(base_url={self.base_url!r}, model={self.model!r})"
-
-    @property
-    def identity(self) -> ModelIdentity:
-        """``anthropic / <model> / <revision>`` with the pinned parameters."""
-        return self._identity
-
-    async def aclose(self) -> None:
-        """Close this event loop's HTTP session (a session of another loop is dropped)."""
-        await self._http.aclose()
+        if not (is_count(max_tokens) and 0 < max_tokens <= limits.MAX_CONTEXT_WINDOW):
+            raise ConfigError(
+                "model-config", f"{self._where}: max_tokens {max_tokens!r} is not >= 1"
+            )
+        self._max_tokens = max_tokens
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """One message, with transport retries counted in ``reply.retries``."""

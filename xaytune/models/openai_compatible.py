@@ -32,14 +32,11 @@ and the model sees ``bad-arguments``.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from xaytune.core import limits
-from xaytune.core.errors import ConfigError
 from xaytune.models._http import (
-    HttpEndpoint,
-    RetryPolicy,
+    HttpModel,
     encode_json,
     entry_identity,
     is_count,
@@ -54,7 +51,6 @@ from xaytune.models._protocol import (
     FinishReason,
     Message,
     ModelError,
-    ModelIdentity,
     ModelReply,
     ModelRequest,
     ToolCall,
@@ -109,7 +105,7 @@ def _message_payload(message: Message) -> dict[str, Any]:
     return payload
 
 
-class OpenAICompatibleModel:
+class OpenAICompatibleModel(HttpModel):
     """A model served behind ``POST {base_url}/chat/completions``.
 
     ``parameters`` (temperature, top_p, max_tokens, seed, response_format, ...) are
@@ -144,59 +140,25 @@ class OpenAICompatibleModel:
         backoff_cap_s: float = 30.0,
         retry_after_cap_s: float = 60.0,
     ) -> None:
-        where = f"model {model!r} at {base_url}"
-        if not base_url.startswith(("http://", "https://")):
-            raise ConfigError("model-config", f"{where}: base_url must start with http(s)://")
-        if not model:
-            raise ConfigError("model-config", f"model at {base_url}: the model name is empty")
-        parameters = dict(parameters or {})
-        clash = sorted(_RESERVED & parameters.keys())
-        if clash:
-            raise ConfigError("model-config", f"{where}: parameters may not set {clash}")
-        policy = RetryPolicy(
-            max_retries=max_retries,
-            backoff_s=backoff_s,
-            backoff_cap_s=backoff_cap_s,
-            retry_after_cap_s=retry_after_cap_s,
-        )
-        policy.check(where)
-        api_key: str | None = None
-        if api_key_env is not None:
-            api_key = os.environ.get(api_key_env)
-            if not api_key:
-                raise ModelError(
-                    "model-auth", f"{where}: environment variable {api_key_env} is not set"
-                )
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self._where = f"model {model!r} at {self.base_url}"
-        self._url = f"{self.base_url}/chat/completions"
-        self._api_key = api_key
-        self._api_key_env = api_key_env
-        self._parameters = parameters
-        self._http = HttpEndpoint(
-            self.base_url,
-            where=self._where,
-            headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
-            policy=policy,
+        self._open(
+            base_url,
+            model,
+            route="/chat/completions",
+            reserved=_RESERVED,
+            api_key_env=api_key_env,
+            headers={},
+            auth=lambda key: {"Authorization": f"Bearer {key}"},
+            revision=revision,
+            parameters=parameters,
             timeout_s=timeout_s,
             total_timeout_s=total_timeout_s,
+            retry={
+                "max_retries": max_retries,
+                "backoff_s": backoff_s,
+                "backoff_cap_s": backoff_cap_s,
+                "retry_after_cap_s": retry_after_cap_s,
+            },
         )
-        self._identity = ModelIdentity(
-            provider=self.provider, model=model, revision=revision, parameters=parameters
-        )
-
-    def __repr__(self) -> str:
-        return f"OpenAICompatibleModel(base_url={self.base_url!r}, model={self.model!r})"
-
-    @property
-    def identity(self) -> ModelIdentity:
-        """``openai-compatible / <model> / <revision>`` with the pinned parameters."""
-        return self._identity
-
-    async def aclose(self) -> None:
-        """Close this event loop's HTTP session (a session of another loop is dropped)."""
-        await self._http.aclose()
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """One chat completion, with transport retries counted in ``reply.retries``."""
