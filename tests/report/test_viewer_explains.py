@@ -213,6 +213,8 @@ def test_sorting_by_a_column_and_filtering_from_the_address(site, quickstart_tre
             await page.goto(url)
             await page.evaluate("location.reload()")
             await page.wait_for("document.readyState === 'complete'")
+            # The explorer renders its rows from its script once loaded: read them then.
+            await page.wait_for("document.querySelectorAll('#explorer tbody tr').length > 0")
             return ascending, descending, await page.evaluate(rows)
 
     ascending, descending, regressions = _run(sort())
