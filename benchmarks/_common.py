@@ -33,7 +33,7 @@ from xaytune.harness.evidence import HarnessEvidenceStore
 from xaytune.harness.replicate import compile_replicate
 from xaytune.models import SimulatedModel
 from xaytune.suites import build_suite
-from xaytune.suites._arith_generator import generate_arith_tools
+from xaytune.suites.arith_generator import generate_arith_tools
 
 SEED = 101
 

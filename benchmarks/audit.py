@@ -3,7 +3,7 @@
 1. The quickstart tree: ``python -m xaytune +experiment=quickstart`` (cache off)
    writes it once; the audit is then timed as a subprocess, median of ``--repeat``
    (``audit_quickstart_s``, target <= 0.7 s, issue 33). ``verify_import_s`` is the part of that
-   spent importing (``python -c "import xaytune.verify, xaytune.app.audit"``, same
+   spent importing (``python -c "import xaytune.verify, xaytune.audit.verify"``, same
    median), so the audit's own work is the difference.
 2. A large tree: the quickstart experiment (calculator vs mental, seeds 101, 102,
    103) on a generated suite of ``--tasks`` one-operation questions (default
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         quickstart = parent / "quickstart"
         _experiment(quickstart)
         imports = statistics.median(
-            _run(["-c", "import xaytune.verify, xaytune.app.audit"], "the imports")
+            _run(["-c", "import xaytune.verify, xaytune.audit.verify"], "the imports")
             for _ in range(args.repeat)
         )
         audit_quickstart = _audit(quickstart, args.repeat)

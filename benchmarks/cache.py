@@ -28,11 +28,11 @@ from _common import machine_line, make_suite
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
-from xaytune.app.config import validate_config
-from xaytune.app.experiment import load_source, run_replicate
-from xaytune.app.intent import intent_of, write_intent
-from xaytune.app.manifest import what_is_run
-from xaytune.app.parts import experiment_toolbox, resolve_candidates
+from xaytune.experiment.config import validate_config
+from xaytune.experiment.parts import experiment_toolbox, resolve_candidates
+from xaytune.experiment.replicate import load_source, run_replicate
+from xaytune.experiment.tree.intent import intent_of, write_intent
+from xaytune.experiment.tree.manifest import what_is_run
 
 
 def _config(challenger: str, cache_dir: Path, mode: str, args, suite: Path | None):

@@ -1,7 +1,7 @@
 """Several identical challengers, and planning at R = 3, through the library's own code.
 
 Simulated replicates are decided by ``compare()`` (the spec's rule, as a run decides
-them) and summarised by ``xaytune.app.summary.family_rate`` (what summary.json,
+them) and summarised by ``xaytune.experiment.summary.family_rate`` (what summary.json,
 summary.md, report.html and the terminal state). Data are generated vectorised, from
 generators seeded by sha256 of a recorded key (no unseeded randomness):
 
@@ -39,8 +39,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from xaytune.app.summary import family_rate
-from xaytune.core._comparison_power import rule_power
+from xaytune.comparison.power import rule_power
 from xaytune.core.domain.measurement import EvaluationResult, MetricResult
 from xaytune.core.harness_comparison import (
     CandidateRuns,
@@ -49,6 +48,7 @@ from xaytune.core.harness_comparison import (
     ReplicateRuns,
     compare,
 )
+from xaytune.experiment.summary import family_rate
 
 N_TASKS, SUCCESS, TOKENS, TOKENS_SD, K = 20, 0.7, 1000.0, 50.0, 2.0
 SUITE = SimpleNamespace(name="bench", digest="sha256:" + "b" * 64)

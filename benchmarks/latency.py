@@ -57,7 +57,7 @@ from xaytune.harness.evidence import HarnessEvidenceStore
 from xaytune.harness.evidence.trajectory import WRITER
 from xaytune.models import SimulatedModel
 from xaytune.suites import build_suite
-from xaytune.suites._arith_generator import generate_arith_tools
+from xaytune.suites.arith_generator import generate_arith_tools
 
 SEED = 101
 HARNESS = Harness(

@@ -1,6 +1,6 @@
 """Pipeline benchmark: N tasks compiled, run, sealed, assembled, verified, evaluated.
 
-The stages are the app's replicate pipeline (``xaytune/app/experiment.py``):
+The stages are the app's replicate pipeline (``xaytune/experiment/replicate.py``):
 
     compile    record_assignment + bind_task + HarnessCompiler.compile per task
     run        HarnessRunner.run_many (zero-latency simulated model), every attempt

@@ -78,7 +78,7 @@ def evaluate_phase(root: Path, durability: str) -> dict[str, float]:
         "assemble",
         lambda: assemble_evidence(specs, source.suite, sampling, assignment, source, store),
     )
-    # The app (xaytune/app/experiment.py) holds the specs and the assembled evidence
+    # The app (xaytune/experiment/replicate.py) holds the specs and the assembled evidence
     # until the evaluation is written: so does this.
     subject = stages.time("publish", lambda: publish_evidence(evidence, store))
     evaluator = HarnessOutcomeEvaluator(source)

@@ -49,7 +49,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from xaytune.core._comparison_stats import exact, paired_rule
+from xaytune.comparison.stats import exact, paired_rule
 from xaytune.core.harness_comparison import sequential_decision, task_paired_decision
 
 N_SUITE, N_TASKS, ALPHA = 100, 20, 0.05

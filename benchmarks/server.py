@@ -69,10 +69,10 @@ import aiohttp
 import httpx
 from hydra import compose, initialize_config_module
 
-from xaytune.app.experiment import build_model
 from xaytune.app.main import resolve_config
-from xaytune.app.parts import experiment_toolbox
 from xaytune.core.domain.benchmark import SuiteSource, record_assignment
+from xaytune.experiment.parts import experiment_toolbox
+from xaytune.experiment.replicate import build_model
 from xaytune.harness import HarnessRunner
 from xaytune.harness.evidence import HarnessEvidenceStore
 from xaytune.harness.replicate import compile_replicate

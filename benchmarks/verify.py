@@ -53,7 +53,7 @@ from xaytune.harness.evidence import (
     verify_run_evidence,
 )
 from xaytune.models import SimulatedModel
-from xaytune.models._protocol import ModelIdentity, ModelReply, ModelRequest
+from xaytune.models.protocol import ModelIdentity, ModelReply, ModelRequest
 
 TARGET = 0.5  # issue 22: verification >= 50% of the floor's attempts/s
 

@@ -3,7 +3,7 @@
 - ``mkdocs build --strict`` succeeds (a broken link, a missing page in the nav or an
   unknown anchor is an error) into a temporary directory, with no plugin that fetches
   from the network at build time;
-- every key of the config schema (:class:`xaytune.app.config.ExperimentConfig`, walked
+- every key of the config schema (:class:`xaytune.experiment.config.ExperimentConfig`, walked
   field by field) is on ``docs/reference/config.md``;
 - every reason word the code raises (read from the source: the first argument of an
   ``...Error(...)`` or ``refuse(...)`` call, a ``reason=`` keyword, or the ``word: ``
@@ -28,8 +28,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from xaytune.app.config import ExperimentConfig
 from xaytune.console import COMMANDS, main
+from xaytune.experiment.config import ExperimentConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DOCS = REPO_ROOT / "docs"
@@ -123,7 +123,7 @@ def config_keys(model: type[BaseModel] = ExperimentConfig, prefix: str = "") -> 
 
 def test_config_keys_cover_the_schema():
     keys = config_keys()
-    # Spot checks of the walk itself (by hand from xaytune/app/config.py and harness/spec.py).
+    # Spot checks of the walk itself (by hand from experiment/config.py, harness/spec.py).
     for key in (
         "seeds",
         "cache.max_gb",

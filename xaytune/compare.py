@@ -33,9 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     if _wants_help(args):
         print(_help())
         return 0
-    from xaytune.app.recompare import recompare
-    from xaytune.app.reports import terminal_table
+    from xaytune.audit.recompare import recompare
     from xaytune.core.errors import XaytuneError
+    from xaytune.experiment.reports import terminal_table
 
     if not args:
         print(USAGE, file=sys.stderr)
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import json
 
-    from xaytune.app.attempt_errors import ERRORS_FILE
+    from xaytune.experiment.attempt_errors import ERRORS_FILE
 
     # The errors at this comparison's bound: a challenger over it shows no verdict.
     errors = json.loads((directory / ERRORS_FILE).read_bytes())

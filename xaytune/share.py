@@ -1,6 +1,6 @@
 """``python -m xaytune.share <run dir> --out <dir>``: write what may be shared of a
 finished run under its disclosure, scanned for held-out references
-(:mod:`xaytune.app.share`). ``--out`` must not exist or be an empty directory, outside
+(:mod:`xaytune.release.share`). ``--out`` must not exist or be an empty directory, outside
 the run; a leak or any refusal leaves nothing there.
 
 ``python -m xaytune.share --check <bundle> [--trust <public key PEM>]`` checks a bundle
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _share(run: Path, out: Path) -> int:
-    from xaytune.app.share import share_run
+    from xaytune.release.share import share_run
 
     bundle = share_run(run, out)
     print(
@@ -84,8 +84,8 @@ def _share(run: Path, out: Path) -> int:
 
 
 def _check(bundle: Path, trust: Path | None) -> int:
-    from xaytune.app.share import check_bundle
-    from xaytune.app.signing import check_signature, load_public_key
+    from xaytune.release.share import check_bundle
+    from xaytune.release.signing import check_signature, load_public_key
 
     if not bundle.is_dir():
         print(f"error: not-a-bundle: {bundle}: not a directory", file=sys.stderr)

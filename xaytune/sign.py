@@ -1,6 +1,6 @@
 """``python -m xaytune.sign <output dir> --key <ed25519 private key PEM>``: sign every
 file of an output tree (a DSSE envelope, ``<output dir>/signature.dsse.json``;
-:mod:`xaytune.app.signing`). ``python -m xaytune.sign --generate-key <path>`` writes a
+:mod:`xaytune.release.signing`). ``python -m xaytune.sign --generate-key <path>`` writes a
 new key pair: the private key at ``<path>`` (mode 0600), the public key at
 ``<path>.pub``. ``python -m xaytune.verify <output dir> --trust <path>.pub`` checks it.
 ``python -m xaytune.sign <output dir> --statement <file>`` writes only the statement (the
@@ -68,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     if _wants_help(args):
         print(_help())
         return 0
-    from xaytune.app.signing import generate_key, load_private_key, sign_tree, write_statement
     from xaytune.core.errors import XaytuneError
+    from xaytune.release.signing import generate_key, load_private_key, sign_tree, write_statement
 
     command = _parse(args)
     if command is None or "" in command:

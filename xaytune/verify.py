@@ -6,7 +6,7 @@ One line per problem; exit 0 only when everything verifies, 1 when something doe
 2 on a usage error or an unreadable key. The command an auditor runs on a tree someone
 sends them. With ``--trust``, the tree's signature (``signature.dsse.json``, written by
 ``python -m xaytune.sign``) must verify with that ed25519 public key and cover exactly
-the tree's files, byte for byte (:func:`xaytune.app.signing.check_signature`), in
+the tree's files, byte for byte (:func:`xaytune.release.signing.check_signature`), in
 addition to every other check. Without it a signature present is reported as signed,
 not checked.
 """
@@ -68,9 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     if _wants_help(args):
         print(_help())
         return 0
-    from xaytune.app.audit import audit_tree, refuse_busy_tree
-    from xaytune.app.signing import SIGNATURE_FILE, check_signature, load_public_key
+    from xaytune.audit.verify import audit_tree, refuse_busy_tree
     from xaytune.core.errors import XaytuneError
+    from xaytune.release.signing import SIGNATURE_FILE, check_signature, load_public_key
 
     parsed = _parse(args)
     if parsed is None:

@@ -5,7 +5,7 @@ Writes a self-contained static site over the run's *restricted* files (the publi
 comparison's verdicts and the tasks behind each; errors grouped by cause; a task
 explorer with search, sort and a filter for every objective; a page per task with its
 reference and the candidates' transcripts side by side, each attempt verified; a copy
-of each report page linking to it; :mod:`xaytune.report.viewer`) for a run, finished
+of each report page linking to it; :mod:`xaytune.viewer`) for a run, finished
 or not (an unfinished one is marked), or a models run's root (one site, a model
 switcher and a summary across models) into ``--out`` (an empty or new directory, or a
 site this command wrote before) or, by default, beside the run: ``<run dir>.view/``
@@ -13,7 +13,7 @@ site this command wrote before) or, by default, beside the run: ``<run dir>.view
 
 ``--serve`` serves the viewer on 127.0.0.1 (``--port``, default any free port) and
 follows the tree, which may still be being written by a run
-(:mod:`xaytune.report.viewer._serve`): the site is rebuilt as attempts seal, into a
+(:mod:`xaytune.viewer._serve`): the site is rebuilt as attempts seal, into a
 temporary directory removed on exit, and the pages show the running counts and the
 verdicts once the comparison lands. It writes nothing beside the run (with ``--out``,
 a snapshot is written there first). Ctrl-C or SIGTERM stop it: exit 0.
@@ -117,9 +117,9 @@ def followable(run: Path) -> None:
 
 
 def _serve_live(args: argparse.Namespace) -> int:
-    """Follow the tree live (:func:`xaytune.report.viewer.serve_live`)."""
+    """Follow the tree live (:func:`xaytune.viewer.serve_live`)."""
     from xaytune.core.errors import XaytuneError
-    from xaytune.report.viewer import serve_live
+    from xaytune.viewer import serve_live
 
     try:
         followable(args.run)
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve and args.out is None:
         return _serve_live(args)  # a tree mid-run is followed, not refused
     from xaytune.core.errors import XaytuneError
-    from xaytune.report.viewer import open_tree, write_report_pages, write_tree_site
+    from xaytune.viewer import open_tree, write_report_pages, write_tree_site
 
     try:
         tree = open_tree(args.run, suites=tuple(args.suite))  # a run, or a models run

@@ -19,11 +19,11 @@ import pytest
 from aiohttp import web
 from hydra import compose, initialize_config_module
 
-from xaytune.app.attempt_errors import ERRORS_FILE
-from xaytune.app.audit import audit_tree
 from xaytune.app.main import resolve_config, run_job
+from xaytune.audit.verify import audit_tree
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.domain.benchmark import SeededSample, SuiteSource, record_assignment
+from xaytune.experiment.attempt_errors import ERRORS_FILE
 from xaytune.suites import builtin_suite_path
 
 HERE = Path(__file__).parent
@@ -280,7 +280,7 @@ def test_the_bound_is_exceeded_not_reached_and_a_baseline_over_it_withholds_all(
     """mental has 4 of 4 tasks in error on each seed: share 1.0. At bound 1.0 it is not
     over (the rule is "exceeds"); with mental as the baseline, every challenger is not
     compared, each naming the baseline's count."""
-    from xaytune.app.attempt_errors import tree_errors
+    from xaytune.experiment.attempt_errors import tree_errors
 
     tree = withheld_run[0]
     at_one = tree_errors(tree, baseline="a", challengers=("b", "c"), bound=1.0)
@@ -323,7 +323,7 @@ def test_piped_terminal_keeps_the_not_compared_words_and_the_error_counts(withhe
 def test_the_gate_names_what_a_baseline_over_the_bound_withholds(withheld_run, capsys) -> None:
     """The gate reads the recorded errors (every replicate of the tree): with mental as
     the baseline, its three replicates (4 of 4 each) are over, and nothing is compared."""
-    from xaytune.app.attempt_errors import recorded_gate, tree_errors
+    from xaytune.experiment.attempt_errors import recorded_gate, tree_errors
 
     tree = withheld_run[0]
     flipped = tree_errors(tree, baseline="b", challengers=("a", "c"), bound=0.1)
@@ -350,7 +350,7 @@ def test_comparing_again_at_a_looser_bound_records_its_own_decision(
     """The bound is a comparison setting: ``python -m xaytune.compare`` at 1.0 compares
     mental (share 1.0 does not exceed 1.0) in its own directory, with its own errors
     record; the run's comparison still withholds it; both verify."""
-    from xaytune.app.recompare import recompare
+    from xaytune.audit.recompare import recompare
 
     tree = tmp_path / "run"
     model = ["model=openai_compatible", f"model.base_url={endpoint.url}", "model.name=m"]

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from journal_edits import forget_seal
 
-from xaytune.app.config import validate_config
-from xaytune.app.experiment import load_source
-from xaytune.app.gather import write_comparison
-from xaytune.app.manifest import write_manifest
-from xaytune.app.parts import resolve_candidates
 from xaytune.core.canonical import canonical_bytes
+from xaytune.experiment.config import validate_config
+from xaytune.experiment.parts import resolve_candidates
+from xaytune.experiment.replicate import load_source
+from xaytune.experiment.tree.gather import write_comparison
+from xaytune.experiment.tree.manifest import write_manifest
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +69,7 @@ def test_a_config_edited_with_hydra_and_intent_too_is_refused_by_every_attempt(
     # intent.json) and regenerate: only re-chaining every attempt record would pass.
     from omegaconf import OmegaConf
 
-    from xaytune.app.intent import INTENT_FILE
+    from xaytune.experiment.tree.intent import INTENT_FILE
 
     tree = quickstart_copy
     config = json.loads((tree / "manifest.json").read_text())["config"]
@@ -120,8 +120,8 @@ def test_a_resume_under_other_versions_is_refused_naming_them(quickstart_copy: P
     """A tree is made by one set of versions: resuming it under another is refused, and
     the message names which (here the intent is the recorded one with python changed, as
     an upgrade of the interpreter would make it)."""
-    from xaytune.app.intent import write_intent
     from xaytune.core.errors import ConfigError
+    from xaytune.experiment.tree.intent import write_intent
 
     recorded = json.loads((quickstart_copy / "intent.json").read_text())
     now = {**recorded, "versions": {**recorded["versions"], "python": "3.99.0"}}

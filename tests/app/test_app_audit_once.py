@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import xaytune.app.audit as audit_module
+import xaytune.audit.verify as audit_module
 from xaytune.harness.evidence._rebuild import Rebuild
 
 pytestmark = pytest.mark.slow

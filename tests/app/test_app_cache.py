@@ -1,4 +1,4 @@
-"""Issue 17, never pay twice: the evidence cache (xaytune.app.cache)."""
+"""Issue 17, never pay twice: the evidence cache (xaytune.experiment.tree.cache)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from xaytune.app.cache import replicate_key
 from xaytune.core.canonical import canonical_bytes
+from xaytune.experiment.tree.cache import replicate_key
 
 pytestmark = pytest.mark.slow
 
@@ -192,11 +192,11 @@ def test_a_price_table_added_later_still_reuses_the_evidence(tmp_path, cached, x
 def test_a_reused_replicate_makes_no_model_call(tmp_path, quickstart, monkeypatch):
     # In process, counting every model call: the baseline replicate run into a second
     # tree with the same cache calls the model zero times.
-    from xaytune.app import experiment
-    from xaytune.app.config import CacheConfig, validate_config
-    from xaytune.app.intent import intent_of, write_intent
-    from xaytune.app.manifest import what_is_run
-    from xaytune.app.parts import experiment_toolbox, resolve_candidates
+    from xaytune.experiment import replicate as experiment
+    from xaytune.experiment.config import CacheConfig, validate_config
+    from xaytune.experiment.parts import experiment_toolbox, resolve_candidates
+    from xaytune.experiment.tree.intent import intent_of, write_intent
+    from xaytune.experiment.tree.manifest import what_is_run
 
     plain = quickstart.manifest()["config"]
     cfg = resolve_candidates(validate_config(plain)).model_copy(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from xaytune.app.cache import cacheable
+from xaytune.experiment.tree.cache import cacheable
 from xaytune.harness.evidence.store import Outcome, Spend
 from xaytune.harness.runner import AttemptResult
 

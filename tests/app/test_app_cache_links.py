@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from xaytune.app import cache, cache_evaluations, experiment
-from xaytune.app.config import CacheConfig, validate_config
-from xaytune.app.intent import intent_of, write_intent
-from xaytune.app.manifest import what_is_run
-from xaytune.app.parts import experiment_toolbox, resolve_candidates
 from xaytune.core.domain.benchmark import record_assignment
 from xaytune.core.errors import XaytuneError
+from xaytune.experiment import replicate as experiment
+from xaytune.experiment.config import CacheConfig, validate_config
+from xaytune.experiment.parts import experiment_toolbox, resolve_candidates
+from xaytune.experiment.tree import cache, cache_evaluations
+from xaytune.experiment.tree.intent import intent_of, write_intent
+from xaytune.experiment.tree.manifest import what_is_run
 from xaytune.harness.evidence import assemble_evidence
 from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.harness.replicate import compile_replicate

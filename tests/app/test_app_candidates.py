@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from xaytune.app.summary import holm
 from xaytune.core.canonical import canonical_bytes
+from xaytune.experiment.summary import holm
 
 pytestmark = pytest.mark.slow
 

@@ -8,11 +8,11 @@ import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
-from xaytune.app.config import ExperimentConfig, validate_config
-from xaytune.app.experiment import _evaluator, load_source
 from xaytune.app.main import resolve_config
 from xaytune.core.errors import ConfigError
 from xaytune.evaluation.harness import EvaluationSpec, EvaluatorSpec, bind_evaluation
+from xaytune.experiment.config import ExperimentConfig, validate_config
+from xaytune.experiment.replicate import _evaluator, load_source
 
 CONF = Path(__file__).resolve().parents[2] / "xaytune" / "conf"
 
@@ -237,7 +237,7 @@ def test_a_bad_key_is_named_as_the_user_wrote_it_whatever_the_labels():
 def test_a_refused_resume_names_the_keys_that_changed() -> None:
     """Dotted paths with old -> new, long values clipped, absent keys said, at most three
     and a count of the rest (computed by hand from the two dicts)."""
-    from xaytune.app.manifest import config_changes
+    from xaytune.experiment.tree.manifest import config_changes
 
     before = {"sampling": {"count": 20}, "model": {"name": "a", "x": 1}, "tag": "t"}
     now = {"sampling": {"count": 10}, "model": {"name": "a", "x": 1}, "tag": "t"}

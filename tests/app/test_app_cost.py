@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_module
 
-from xaytune.app.experiment import load_source, run_replicate
-from xaytune.app.gather import gather_candidates
 from xaytune.app.main import resolve_config
-from xaytune.app.parts import experiment_toolbox
 from xaytune.core.harness_comparison import ComparisonSpec, ObjectiveMetric, compare
+from xaytune.experiment.parts import experiment_toolbox
+from xaytune.experiment.replicate import load_source, run_replicate
+from xaytune.experiment.tree.gather import gather_candidates
 from xaytune.harness.evidence.attempt_file import AttemptParts
 
 pytestmark = pytest.mark.slow

@@ -233,7 +233,7 @@ def test_dry_run_stays_offline(tmp_path: Path, xaytune) -> None:
 def test_cache_key_covers_the_endpoint_and_keeps_the_simulators_key() -> None:
     """In-process: the endpoint term changes the key; without one the key is the
     historical one (the simulator's golden/cache tests depend on it)."""
-    from xaytune.app.cache import replicate_key
+    from xaytune.experiment.tree.cache import replicate_key
 
     common = dict(
         suite_digest="sha256:" + "1" * 64,
@@ -295,8 +295,8 @@ def test_preflight_endpoints_in_process(endpoints) -> None:
     """A judge model is preflighted like any other (main passes every evaluator's
     judge_model; None, an evaluator without one, is skipped); the identity the endpoint
     reported goes into the key; the simulator has neither preflight nor endpoint term."""
-    from xaytune.app.config import OpenAICompatibleModelConfig, SimulatedModelConfig
-    from xaytune.app.endpoints import endpoint_key, preflight_endpoints, unvouched
+    from xaytune.experiment.config import OpenAICompatibleModelConfig, SimulatedModelConfig
+    from xaytune.experiment.preflight import endpoint_key, preflight_endpoints, unvouched
     from xaytune.models import ModelError
 
     bad, good = _start(endpoints, "401"), _start(endpoints, fingerprint="fp-judge")

@@ -428,9 +428,9 @@ def test_a_dollar_budget_is_overridden_without_a_plus(tmp_path, xaytune):
 def test_a_tree_held_by_a_live_writer_is_busy_and_a_dead_writers_is_not(tmp_path):
     import os
 
-    from xaytune.app._tree import LOCK_FILE, tree_lock
-    from xaytune.app.audit import refuse_busy_tree
+    from xaytune.audit.verify import refuse_busy_tree
     from xaytune.core.errors import XaytuneError
+    from xaytune.experiment.tree.layout import LOCK_FILE, tree_lock
 
     # flock locks belong to the open file: the run's lock (another descriptor) blocks
     # the probe even in this process, exactly as a separate run process would.
@@ -456,7 +456,7 @@ def test_verify_and_view_refuse_a_tree_being_written_in_one_line(tmp_path, capsy
     import importlib
     import os
 
-    from xaytune.app._tree import tree_lock
+    from xaytune.experiment.tree.layout import tree_lock
 
     tree = tmp_path / "run"
     tree.mkdir()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xaytune.app._tree import tree_lock
+from xaytune.experiment.tree.layout import tree_lock
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform == "win32", reason="signals")]
 

@@ -15,10 +15,10 @@ import pytest
 import rfc8785
 
 from tests.core.test_harness_comparison import SUITE, candidate, spec
-from xaytune.app.models_run import row_words
-from xaytune.app.order import candidate_order
-from xaytune.app.summary import holm, summary_data, summary_files
 from xaytune.core.harness_comparison import compare, independent_family_rate
+from xaytune.experiment.models_run import row_words
+from xaytune.experiment.order import candidate_order
+from xaytune.experiment.summary import holm, summary_data, summary_files
 
 
 def _order_by_hand(seed: int, fingerprints: dict[str, str]) -> list[str]:

@@ -30,7 +30,7 @@ NOT_FOR_HELP = (
     "jinja2",
     "rich",
     "pydantic",
-    "xaytune.app.config",
+    "xaytune.experiment.config",
     "xaytune.harness",
     "xaytune.models",
     "xaytune.core.harness_comparison",
@@ -59,7 +59,7 @@ import json, sys
 from hydra import compose, initialize_config_module
 from xaytune.app.cli import register_resolvers
 from xaytune.app.main import resolve_config
-from xaytune.app.parts import preflight
+from xaytune.experiment.parts import preflight
 
 register_resolvers()
 with initialize_config_module("xaytune.conf", version_base="1.3"):
@@ -71,7 +71,7 @@ print(json.dumps(sorted(sys.modules)))
 
 _IMPORT_COMPARE_AND_REPORT = """
 import json, sys
-import xaytune.core.harness_comparison, xaytune.report, xaytune.app.gather
+import xaytune.core.harness_comparison, xaytune.report, xaytune.experiment.tree.gather
 print(json.dumps(sorted(sys.modules)))
 """
 
@@ -116,7 +116,7 @@ def test_printing_the_composed_config_loads_no_statistics_or_plots(tmp_path, cli
 
 def test_checking_a_config_loads_no_statistics_plots_or_http_client(tmp_path, cli_env):
     modules = json.loads(_python(_CHECK_CONFIG, cwd=tmp_path, env=cli_env))
-    assert "xaytune.app.config" in modules  # the schema did the checking
+    assert "xaytune.experiment.config" in modules  # the schema did the checking
     assert _loaded(modules, STATISTICS_AND_PLOTS) == []
 
 
@@ -149,7 +149,7 @@ def test_a_run_loads_the_statistics_but_not_scipy_stats_or_pyplot(tmp_path, cli_
     assert (out_dir / "comparison" / "paired_differences.png").is_file()
     # What the comparison needs is loaded; the heavier entry points (the distribution
     # classes) and the HTTP client are not. matplotlib is not loaded at all: the plot
-    # worker (xaytune.app.plot_worker) imported it while the replicates ran, and drew.
+    # worker (xaytune.report.plot_worker) imported it while the replicates ran, and drew.
     assert _loaded(facts["modules"], ("scipy.special",)) == ["scipy.special"]
     assert _loaded(facts["modules"], ("scipy.stats", "matplotlib", "httpx", "aiohttp")) == []
 
@@ -182,7 +182,7 @@ def test_summary_p_value_is_scipy_stats_t_sf_bit_for_bit(replicates, ratio):
     # scipy.stats: the same number.
     from scipy import stats as scipy_stats
 
-    from xaytune.app.summary import _p_value
+    from xaytune.experiment.summary import _p_value
 
     for mean in (ratio, -ratio):
         expected = float(2 * scipy_stats.t.sf(abs(mean / 1.0), df=replicates - 1))

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_module
 
-from xaytune.app.looks import LOOKS_FILE, optional_stopping_warning, read_looks
 from xaytune.app.main import resolve_config, run_job
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.errors import ConfigError
+from xaytune.experiment.tree.looks import LOOKS_FILE, optional_stopping_warning, read_looks
 
 
 def _run(out: Path, seeds: list[int], *extra: str, resume: bool = False) -> int:
@@ -181,7 +181,7 @@ def test_a_seed_list_that_does_not_extend_the_tree_is_refused(tmp_path, seeds, e
 
 
 def test_comparing_again_is_a_look_of_its_own(tmp_path, verify):
-    from xaytune.app.recompare import recompare
+    from xaytune.audit.recompare import recompare
 
     out = tmp_path / "run"
     _run(out, [101, 102, 103])

@@ -1,4 +1,4 @@
-"""The plot worker (xaytune.app.plot_worker): a process started with the run that
+"""The plot worker (xaytune.report.plot_worker): a process started with the run that
 imports matplotlib while the replicates run and draws the plots at the end (issue 33).
 
 The bytes are :func:`xaytune.report.draw_png`'s, whoever draws them; a worker that cannot
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from xaytune.app.plot_worker import core_is_free, start_plot_worker
 from xaytune.core.harness_comparison import ComparisonReport
 from xaytune.report import PLOT_NAMES, draw_png, plot_png, set_plot_drawer
+from xaytune.report.plot_worker import core_is_free, start_plot_worker
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from xaytune.app.config import OpenAICompatibleModelConfig, SimulatedModelConfig
-from xaytune.app.simulator_scope import simulator_scope
+from xaytune.experiment.config import OpenAICompatibleModelConfig, SimulatedModelConfig
+from xaytune.experiment.simulator_scope import simulator_scope
 from xaytune.models import SimulatedModel
 from xaytune.suites import build_suite
 

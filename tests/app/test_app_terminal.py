@@ -13,11 +13,11 @@ import pytest
 from rich.console import Console
 
 from xaytune.app import progress as progress_module
-from xaytune.app.config import OpenAICompatibleModelConfig, SimulatedModelConfig
-from xaytune.app.models_run import MODELS_DIR, print_models
-from xaytune.app.reports import MODELS_DIR as REPORTS_MODELS_DIR
-from xaytune.app.reports import page_model
-from xaytune.app.summary import SUMMARY_HEADER, print_summary
+from xaytune.experiment.config import OpenAICompatibleModelConfig, SimulatedModelConfig
+from xaytune.experiment.models_run import MODELS_DIR, print_models
+from xaytune.experiment.reports import MODELS_DIR as REPORTS_MODELS_DIR
+from xaytune.experiment.reports import page_model
+from xaytune.experiment.summary import SUMMARY_HEADER, print_summary
 from xaytune.report._terminal import PROSE_ELSEWHERE
 
 PROSE = "calibration: If A and B were the same harness (A/A)"

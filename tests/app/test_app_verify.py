@@ -268,7 +268,7 @@ def test_a_replicate_record_edited_with_its_digest_is_refused(quickstart_copy, v
 def _redigest(tree):
     """Rewrite the manifest's report digests to match the files (what someone with
     write access can do after editing reports)."""
-    from xaytune.app.manifest import report_files
+    from xaytune.experiment.tree.manifest import report_files
 
     digests = {
         str(path.relative_to(tree)): "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
@@ -279,9 +279,9 @@ def _redigest(tree):
 
 def _recompare(tree):
     """Rewrite the comparison from the replicate records as the app does."""
-    from xaytune.app.config import validate_config
-    from xaytune.app.experiment import load_source
-    from xaytune.app.gather import write_comparison
+    from xaytune.experiment.config import validate_config
+    from xaytune.experiment.replicate import load_source
+    from xaytune.experiment.tree.gather import write_comparison
 
     cfg = validate_config(json.loads((tree / "manifest.json").read_bytes())["config"])
     write_comparison(tree, cfg, load_source(cfg))
@@ -310,7 +310,7 @@ def test_a_replicate_without_evidence_is_refused_even_recompared(quickstart_copy
             evaluation["seed"] = 104
         (seed_dir / "replicate.restricted.json").write_text(json.dumps(record))
     # The app's writer refuses it already: a comparison's errors record is read from
-    # the evidence each record names (xaytune.app.attempt_errors), and it has none.
+    # the evidence each record names (xaytune.experiment.attempt_errors), and it has none.
     from xaytune.core.errors import EvidenceError
 
     with pytest.raises(EvidenceError) as refused:

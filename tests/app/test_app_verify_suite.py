@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from xaytune.suites import build_suite
-from xaytune.suites._arith_generator import generate_arith_tools
+from xaytune.suites.arith_generator import generate_arith_tools
 
 pytestmark = pytest.mark.slow
 

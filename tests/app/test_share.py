@@ -22,14 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from xaytune.app.share import check_bundle, share_run
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
+from xaytune.release.share import check_bundle, share_run
 from xaytune.share import main as share_main
 from xaytune.sign import main as sign_main
 from xaytune.suites import build_suite, builtin_suite_path
-from xaytune.suites._arith_generator import generate_arith_tools
+from xaytune.suites.arith_generator import generate_arith_tools
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +99,7 @@ def test_the_bundle_holds_only_released_files(quickstart, quickstart_bundle: Pat
     expected = {
         "bundle.json",
         "manifest.json",
-        "looks.json",  # the looks at the tree: what its released reports say (xaytune.app.looks)
+        "looks.json",  # the looks at the tree (xaytune.experiment.tree.looks)
         "looks.md",
         "comparison/report.json",
         "comparison/errors.json",  # counts and causes: no answer, no reference

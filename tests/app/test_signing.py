@@ -18,7 +18,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from xaytune.app.signing import (
+from xaytune.release.signing import (
     SIGNATURE_FILE,
     check_signature,
     generate_key,

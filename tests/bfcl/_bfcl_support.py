@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from xaytune.core.domain.benchmark import Reference, Task
-from xaytune.suites.bfcl._environment import BfclMultiTurnEnvironment
+from xaytune.suites.bfcl.environment import BfclMultiTurnEnvironment
 
 
 @functools.cache

@@ -14,10 +14,10 @@ from _bfcl_support import stubbed_bfcl_utils, truth_calls
 from hydra import compose, initialize_config_module
 
 from xaytune.app.main import resolve_config
-from xaytune.app.parts import preflight
 from xaytune.core.errors import EvaluationError, SuiteError
-from xaytune.evaluation._config import MatchRule, ScorerSpec
+from xaytune.evaluation.config import MatchRule, ScorerSpec
 from xaytune.evaluation.scorers import resolve_scorer
+from xaytune.experiment.parts import preflight
 from xaytune.suites import builtin_suite_path
 from xaytune.suites.bfcl import CATEGORIES, NOT_BUILT, require_bfcl
 from xaytune.suites.bfcl._schema import tool_schema

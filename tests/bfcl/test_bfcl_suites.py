@@ -16,8 +16,8 @@ from xaytune.plugins import resolve_environment
 from xaytune.suites import builtin_suite_path
 from xaytune.suites.bfcl import BFCL_VERSION, build_bfcl_suite
 from xaytune.suites.bfcl import _source as bfcl_source
-from xaytune.suites.bfcl._environment import BfclMultiTurnEnvironment
 from xaytune.suites.bfcl._schema import tool_schema
+from xaytune.suites.bfcl.environment import BfclMultiTurnEnvironment
 
 
 def test_the_multi_turn_suite(multi_turn: SuiteSource):

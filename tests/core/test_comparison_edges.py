@@ -206,7 +206,7 @@ def test_power_with_a_spread_tiny_next_to_the_effect_terminates(sd):
     # Found in CI: a judge's quality differences equal up to float noise gave scipy's
     # noncentral t a noncentrality beyond its range (nan), and the search for the
     # difference detected 80% of the time doubled forever.
-    from xaytune.core._comparison_power import power_of, rule_power
+    from xaytune.comparison.power import power_of, rule_power
 
     assert rule_power(1.0, sd, 3, 2.0, 0.25) == 1.0
     power = power_of(3, sd, sd / 3**0.5, 2.0, 0.25)

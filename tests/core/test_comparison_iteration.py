@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tests.core.test_harness_comparison import SUITE, candidate, spec
-from xaytune.core._comparison_power import difference_for_power, power_of, spread_upper
+from xaytune.comparison.power import difference_for_power, power_of, spread_upper
 from xaytune.core.harness_comparison import (
     FamilyObjective,
     compare,

@@ -13,8 +13,8 @@ import pytest
 from pydantic import ValidationError
 from scipy import stats as scipy_stats
 
-from xaytune.core._comparison_methods import BETS as MODULE_BETS
-from xaytune.core._comparison_methods import sequential_wealth
+from xaytune.comparison.methods import BETS as MODULE_BETS
+from xaytune.comparison.methods import sequential_wealth
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.measurement import EvaluationResult, MetricResult, TaskObservation
 from xaytune.core.errors import ComparisonError

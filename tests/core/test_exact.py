@@ -7,7 +7,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from xaytune.core._exact import exactly_typed
+from xaytune.core.exact import exactly_typed
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from xaytune.core.errors import EvaluationError
-from xaytune.evaluation._config import config_fingerprint, resolve_config
+from xaytune.evaluation.config import config_fingerprint, resolve_config
 from xaytune.evaluation.harness import (
     EvaluationSpec,
     EvaluatorSpec,

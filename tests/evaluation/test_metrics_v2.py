@@ -15,8 +15,8 @@ from fractions import Fraction
 import pytest
 
 from xaytune.core.errors import EvaluationError, EvidenceError
-from xaytune.evaluation._config import config_fingerprint, resolve_config
 from xaytune.evaluation._outcome import SLICED_METRICS_V2
+from xaytune.evaluation.config import config_fingerprint, resolve_config
 from xaytune.evaluation.harness import (
     EvaluationSpec,
     EvaluatorSpec,

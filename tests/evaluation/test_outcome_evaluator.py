@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from xaytune.evaluation._config import MatchRule
 from xaytune.evaluation._outcome import SLICED_METRICS, normalise
+from xaytune.evaluation.config import MatchRule
 from xaytune.evaluation.harness import (
     EvaluationSpec,
     EvaluatorSpec,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from xaytune.core.errors import EvaluationError, PluginError
-from xaytune.evaluation._config import MatchRule, ScorerSpec
+from xaytune.evaluation.config import MatchRule, ScorerSpec
 from xaytune.evaluation.scorers import (
     SandboxLimits,
     _sandbox,

@@ -19,7 +19,7 @@ from xaytune.core.harness_comparison import (
     ReplicateRuns,
     compare,
 )
-from xaytune.evaluation._config import BoundEvaluation, config_fingerprint, resolve_config
+from xaytune.evaluation.config import BoundEvaluation, config_fingerprint, resolve_config
 from xaytune.evaluation.harness import (
     EvaluationSpec,
     EvaluatorSpec,

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from xaytune.core.canonical import MAX_SAFE_INTEGER
-from xaytune.evaluation._config import MatchRule
+from xaytune.evaluation.config import MatchRule
 from xaytune.evaluation.scorers import (
     Score,
     choice,

@@ -27,9 +27,9 @@ from _fuzz_support import (
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from xaytune.app.config import ExperimentConfig, validate_config
 from xaytune.core import limits
 from xaytune.core.errors import ConfigError
+from xaytune.experiment.config import ExperimentConfig, validate_config
 
 pytestmark = FUZZ_TIMEOUT
 

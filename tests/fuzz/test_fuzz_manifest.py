@@ -28,8 +28,8 @@ from _fuzz_support import (
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from xaytune.app._manifest_view import ManifestView, read_manifest
 from xaytune.core.errors import XaytuneError
+from xaytune.experiment.tree.manifest_view import ManifestView, read_manifest
 
 pytestmark = FUZZ_TIMEOUT
 

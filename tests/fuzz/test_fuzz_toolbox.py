@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from xaytune.core.canonical import canonical_bytes
 from xaytune.harness.toolbox import FunctionTool, Toolbox, ToolResult
-from xaytune.models._protocol import ToolCall
+from xaytune.models.protocol import ToolCall
 
 pytestmark = FUZZ_TIMEOUT
 

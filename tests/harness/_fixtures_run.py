@@ -32,7 +32,7 @@ from xaytune.harness.evidence.attempt_file import AttemptParts
 from xaytune.harness.evidence.trajectory import WRITER, verify_chain
 from xaytune.models import ModelIdentity, ModelReply, ModelRequest, ToolCall, Usage
 from xaytune.suites import build_suite
-from xaytune.suites._arith_generator import generate_arith_tools
+from xaytune.suites.arith_generator import generate_arith_tools
 
 SEED = 101
 

@@ -41,10 +41,10 @@ from xaytune.harness.evidence import (
 )
 from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.harness.evidence.trajectory import WRITER
-from xaytune.models._protocol import Model, ModelIdentity, ModelReply, ModelRequest
+from xaytune.models.protocol import Model, ModelIdentity, ModelReply, ModelRequest
 from xaytune.models.simulated import SimulatedModel
 from xaytune.suites import build_suite
-from xaytune.suites._arith_generator import generate_arith_tools
+from xaytune.suites.arith_generator import generate_arith_tools
 
 SEED = 101
 OTHER_SEED = 102

@@ -14,7 +14,7 @@ from journal_edits import forget_seal
 
 from xaytune.core.canonical import sha256_digest
 from xaytune.core.errors import EvidenceError
-from xaytune.harness.evidence._attempt import recover_open_attempt
+from xaytune.harness.evidence.attempt import recover_open_attempt
 from xaytune.harness.evidence.attempt_file import AttemptParts, attempt_name, split_attempt
 from xaytune.harness.evidence.store import (
     STORE_MARKER,

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from xaytune.harness.evidence import _commit
-from xaytune.harness.evidence._attempt import PendingSeal
-from xaytune.harness.evidence._commit import GroupCommit
+from xaytune.harness.evidence.attempt import PendingSeal
+from xaytune.harness.evidence.commit import GroupCommit
 
 
 def _body(i: int) -> bytes:

@@ -28,7 +28,7 @@ from xaytune.harness import (
 from xaytune.harness.evidence.trajectory import WRITER
 from xaytune.models import ModelIdentity
 from xaytune.suites import build_suite
-from xaytune.suites._arith_generator import generate_arith_tools
+from xaytune.suites.arith_generator import generate_arith_tools
 
 HARNESS = Harness(
     name="calc",

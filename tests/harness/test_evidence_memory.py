@@ -15,7 +15,7 @@ import pytest
 from xaytune.core.canonical import canonical_bytes, fingerprint
 from xaytune.core.errors import EvidenceError
 from xaytune.harness.evidence import _records as _evidence_records
-from xaytune.harness.evidence._attempt import record_bytes
+from xaytune.harness.evidence.attempt import record_bytes
 from xaytune.harness.evidence.attempt_file import AttemptParts
 from xaytune.harness.evidence.publish import (
     load_published,

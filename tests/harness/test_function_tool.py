@@ -19,7 +19,7 @@ import pytest
 from xaytune.core.errors import ExecutionError, PluginError
 from xaytune.harness import FunctionTool, Toolbox, ToolResult, as_tool
 from xaytune.harness.toolbox import CalculatorTool
-from xaytune.models._protocol import ToolCall
+from xaytune.models.protocol import ToolCall
 
 
 @pytest.fixture(autouse=True)

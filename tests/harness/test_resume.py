@@ -14,7 +14,7 @@ from xaytune.core.errors import EvidenceError
 from xaytune.harness import HarnessRunner, Toolbox
 from xaytune.harness.evidence.attempt_file import AttemptParts
 from xaytune.harness.evidence.store import HarnessEvidenceStore
-from xaytune.models._protocol import ModelIdentity, ModelReply, ModelRequest
+from xaytune.models.protocol import ModelIdentity, ModelReply, ModelRequest
 from xaytune.models.simulated import SimulatedModel
 
 TOOLS = frozenset({"calculator"})

@@ -27,7 +27,7 @@ from xaytune.harness.evidence.attempt_file import AttemptParts, split_attempt
 from xaytune.harness.evidence.trajectory import WRITER, verify_chain
 from xaytune.models import SimulatedModel
 from xaytune.suites import build_suite
-from xaytune.suites._arith_generator import generate_arith_tools
+from xaytune.suites.arith_generator import generate_arith_tools
 
 assert AgentExecutionSpec and TrajectoryRecordingSpec and WRITER  # the block uses these
 

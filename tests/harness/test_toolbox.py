@@ -16,7 +16,7 @@ import pytest
 from xaytune.core.errors import ExecutionError
 from xaytune.harness import toolbox as toolbox_module
 from xaytune.harness.toolbox import CalculatorTool, Tool, Toolbox, ToolError, ToolResult
-from xaytune.models._protocol import ToolCall
+from xaytune.models.protocol import ToolCall
 
 ALL = frozenset({"calculator", "echo", "failing", "buggy", "nested"})
 

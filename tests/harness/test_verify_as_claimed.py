@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from xaytune.harness.evidence import AttemptEvidence
 from xaytune.harness.evidence import _rebuild as rebuild_module
 from xaytune.harness.evidence._claimed import check_claimed
-from xaytune.harness.evidence._rebuild_attempt import Expected
 from xaytune.harness.evidence._seal import seal_line
+from xaytune.harness.evidence.rebuild_attempt import Expected
 from xaytune.harness.evidence.store import Outcome, SpendRecord, Terminal
 from xaytune.harness.evidence.trajectory import _encode
 

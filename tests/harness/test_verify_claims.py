@@ -20,9 +20,9 @@ from journal_edits import recommit_seal
 
 from xaytune.core.canonical import canonical_bytes
 from xaytune.harness.evidence import AttemptEvidence, EvidenceEntry, HarnessRunEvidence
-from xaytune.harness.evidence._attempt import RecordTemplate, attribution_facts, record_bytes
-from xaytune.harness.evidence._rebuild_attempt import Expected
+from xaytune.harness.evidence.attempt import RecordTemplate, attribution_facts, record_bytes
 from xaytune.harness.evidence.attempt_file import AttemptParts, parse_line
+from xaytune.harness.evidence.rebuild_attempt import Expected
 from xaytune.harness.evidence.store import Outcome, SpendRecord
 from xaytune.models import ModelIdentity
 

@@ -314,7 +314,7 @@ CASES = {
     # an evidence writer on the stack, however deep: never
     "evidence-writer": (
         lambda: _in_module(
-            "xaytune.harness.evidence._attempt", "event", _in_module("json", "dumps", _here)
+            "xaytune.harness.evidence.attempt", "event", _in_module("json", "dumps", _here)
         )(),
         False,
     ),

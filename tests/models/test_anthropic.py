@@ -321,8 +321,8 @@ def test_bad_options_are_model_config(options):
 def test_the_config_builds_the_adapter_with_its_keys(monkeypatch):
     from omegaconf import OmegaConf
 
-    from xaytune.app.config import AnthropicModelConfig
-    from xaytune.app.experiment import build_model
+    from xaytune.experiment.config import AnthropicModelConfig
+    from xaytune.experiment.replicate import build_model
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-config")
     conf = Path(__file__).parents[2] / "xaytune" / "conf" / "model" / "anthropic.yaml"
@@ -349,7 +349,7 @@ def _composed(*overrides: str) -> dict:
 
 
 def test_model_anthropic_composes_and_validates():
-    from xaytune.app.config import AnthropicModelConfig, validate_config
+    from xaytune.experiment.config import AnthropicModelConfig, validate_config
 
     cfg = validate_config(_composed("model=anthropic", "model.name=claude-x"))
     assert isinstance(cfg.model, AnthropicModelConfig)
@@ -358,7 +358,7 @@ def test_model_anthropic_composes_and_validates():
 
 def test_an_anthropic_price_table_without_a_cache_write_price_is_refused():
     # Cache writes cost more than input: an unpriced write would underestimate the cost.
-    from xaytune.app.config import validate_config
+    from xaytune.experiment.config import validate_config
 
     plain = _composed("model=anthropic", "model.name=claude-x")
     plain["model"]["prices"] = {"input_per_mtok": 3.0, "output_per_mtok": 15.0}

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from xaytune.app.config import TargetModelConfig
-from xaytune.app.parts import build_target_model, model_adapter_identity
 from xaytune.core.errors import PluginError
+from xaytune.experiment.config import TargetModelConfig
+from xaytune.experiment.parts import build_target_model, model_adapter_identity
 from xaytune.models import Message, ModelError, ModelRequest
 from xaytune.models.scripted import ScriptedModel
 from xaytune.plugins import lookup

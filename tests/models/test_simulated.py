@@ -20,7 +20,7 @@ from xaytune.models import (
     ToolSchema,
     TransientModelError,
 )
-from xaytune.suites._arith_generator import generate_arith_tools
+from xaytune.suites.arith_generator import generate_arith_tools
 
 TASKS, REFERENCES = generate_arith_tools()
 ANSWERS = {reference["id"]: reference["answer"] for reference in REFERENCES}

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from _browser import dump_dom, parse, png_size, screenshot
 
-from xaytune.app.reports import rendered_reports
 from xaytune.core.harness_comparison import ComparisonReport
+from xaytune.experiment.reports import rendered_reports
 from xaytune.report import (
     PLOT_NAMES,
     comparison_view,
@@ -163,7 +163,7 @@ def test_report_page_is_self_contained_without_script(quickstart_tree):
 
 def test_report_md_and_html_are_the_same_bytes_when_rendered_again(quickstart_tree):
     # What `python -m xaytune.verify` recomputes: the released report and the plots,
-    # with the model the app names on the page (xaytune.app.reports.page_model).
+    # with the model the app names on the page (xaytune.experiment.reports.page_model).
     directory = quickstart_tree / "comparison"
     released = _released(quickstart_tree)
     images = {n: (directory / n).read_bytes() for n in PLOT_NAMES if (directory / n).is_file()}

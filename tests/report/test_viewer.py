@@ -22,7 +22,7 @@ import pytest
 from _browser import dump_dom, parse, png_size, screenshot
 from conftest import REPO_ROOT, run_module
 
-from xaytune.report.viewer import open_run, write_site
+from xaytune.viewer import open_run, write_site
 
 pytestmark = pytest.mark.slow
 

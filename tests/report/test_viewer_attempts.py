@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from xaytune.report.viewer._attempts import AttemptView, error_cause
+from xaytune.viewer._attempts import AttemptView, error_cause
 
 
 @pytest.mark.parametrize(

@@ -308,7 +308,7 @@ def test_a_challenger_not_compared_shows_why_and_no_verdict(quickstart_tree, tmp
     # viewer withholds its verdicts as the reports do. Edited here with its manifest
     # digest, as the run would have written it.
     from xaytune.core.canonical import canonical_bytes, sha256_digest
-    from xaytune.report.viewer import build_site
+    from xaytune.viewer import build_site
 
     tree = tmp_path / "run"
     shutil.copytree(quickstart_tree, tree)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xaytune.report.viewer._filters import filter_titles, outcome_filters
+from xaytune.viewer._filters import filter_titles, outcome_filters
 
 
 def test_a_regression_names_the_challenger_that_regressed():

@@ -25,9 +25,9 @@ from conftest import run_module
 from xaytune import view
 from xaytune.console import main as xaytune
 from xaytune.core.errors import XaytuneError
-from xaytune.report.viewer import serve_live
-from xaytune.report.viewer._live_status import TreeScan, attempt_state
-from xaytune.report.viewer._serve import LiveSite
+from xaytune.viewer import serve_live
+from xaytune.viewer._live_status import TreeScan, attempt_state
+from xaytune.viewer._serve import LiveSite
 
 pytestmark = pytest.mark.slow
 
@@ -116,7 +116,7 @@ def test_a_failed_build_keeps_the_last_good_one_served(tmp_path):
 def test_before_any_build_the_index_waits_with_the_panel(tmp_path):
     from aiohttp.test_utils import TestClient, TestServer
 
-    from xaytune.report.viewer._serve import _application
+    from xaytune.viewer._serve import _application
 
     def build(out: Path) -> str:
         raise XaytuneError("not-a-run", "tree: no manifest.json yet")
@@ -168,7 +168,7 @@ def _manifest(directory: Path, reports: dict[str, str], **more: object) -> None:
 
 
 def test_report_pages_are_copied_only_as_recorded_and_link_to_their_site(tmp_path):
-    from xaytune.report.viewer import write_report_pages
+    from xaytune.viewer import write_report_pages
 
     page = b"<!doctype html><html><body><h1>small</h1></body></html>"
     digest = "sha256:" + hashlib.sha256(page).hexdigest()

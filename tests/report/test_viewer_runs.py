@@ -23,10 +23,10 @@ from _browser import dump_dom, parse
 from _devtools import open_browser
 from conftest import REPO_ROOT, run_module
 
-from xaytune.app.audit import audit_tree
+from xaytune.audit.verify import audit_tree
 from xaytune.core.domain.benchmark import SeededSample, SuiteSource, record_assignment
-from xaytune.report.viewer import build_site, open_run, tree_writer_pid
 from xaytune.suites import builtin_suite_path
+from xaytune.viewer import build_site, open_run, tree_writer_pid
 
 pytestmark = pytest.mark.slow
 

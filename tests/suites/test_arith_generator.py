@@ -8,14 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from xaytune.core.domain.arithmetic import Step, evaluate_steps, parse_question
 from xaytune.core.domain.benchmark import Task
 from xaytune.core.errors import SuiteError
-from xaytune.suites._arith_generator import (
-    Step,
-    evaluate_steps,
-    generate_arith_tools,
-    parse_question,
-)
+from xaytune.suites.arith_generator import generate_arith_tools
 
 TASKS, REFERENCES = generate_arith_tools()
 ANSWERS = {reference["id"]: reference["answer"] for reference in REFERENCES}

@@ -29,11 +29,11 @@ class GatherSweep(Callback):
         composition_done()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from xaytune.app.experiment import load_source
         from xaytune.app.main import finish, resolve_config
+        from xaytune.experiment.replicate import load_source
 
         try:
-            from xaytune.app._tree import tree_lock
+            from xaytune.experiment.tree.layout import tree_lock
 
             cfg, plain = resolve_config(config)
             root = Path(config.hydra.sweep.dir)

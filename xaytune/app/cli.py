@@ -21,7 +21,7 @@ from xaytune.app._cli_checks import (
     config_groups,
     group_hint,
 )
-from xaytune.core._ids import is_valid_id
+from xaytune.core.ids import is_valid_id
 from xaytune.core.limits import clip
 
 __all__ = ["composition_done", "register_resolvers", "run"]
@@ -121,14 +121,14 @@ def _path_part(value: object) -> str:
 
 
 def _fresh_dir(path: str) -> str:
-    """A run's or sweep's own directory (see :func:`xaytune.app._tree.fresh_dir`).
+    """A run's or sweep's own directory (see :func:`xaytune.experiment.tree.layout.fresh_dir`).
 
     A directory that cannot be made (a read-only or pseudo file system, a file where a
     directory is expected) stops the command with one ``bad-output`` line naming it:
     raised inside OmegaConf's resolver, the OSError would reach the user as Hydra's
     traceback (exit 1)."""
-    from xaytune.app._tree import fresh_dir
     from xaytune.core.errors import XaytuneError
+    from xaytune.experiment.tree.layout import fresh_dir
 
     try:
         return str(fresh_dir(Path(path)))

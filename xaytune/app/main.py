@@ -4,11 +4,11 @@ Composes the config, validates it as a whole, runs every candidate x seed (or th
 one seed of a multirun job), compares, writes the output tree and prints the table.
 Refusals print one line and exit 2; a CI gate (``comparison.fail_on``) exits 1; a
 replicate whose model-error share exceeds ``comparison.max_model_error_share`` exits 2
-and its candidate is not compared (:mod:`xaytune.app.attempt_errors`);
+and its candidate is not compared (:mod:`xaytune.experiment.attempt_errors`);
 Ctrl-C seals in-flight attempts partial, prints how to resume and exits 130; a model
 that stays unreachable (``model-unavailable``) leaves its attempts partial, prints the
 same resume command and exits 2. ``--dry-run`` checks everything, prints the dollar
-estimate (:mod:`xaytune.app.cost`) and exits 0, keeping no run directory.
+estimate (:mod:`xaytune.experiment.cost`) and exits 0, keeping no run directory.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from xaytune.app.cli import composition_done, terminated
 from xaytune.core.errors import ConfigError, XaytuneError
 
 if TYPE_CHECKING:
-    from xaytune.app.config import ExperimentConfig
+    from xaytune.experiment.config import ExperimentConfig
 
 # The modules that run, compare and report (numpy, scipy, rich) are imported when a run
 # starts, and the config schema (which pulls in the harness and model modules) when a
@@ -55,8 +55,8 @@ def resolve_config(raw: DictConfig) -> tuple[ExperimentConfig, dict[str, Any]]:
         raise ConfigError("bad-config", f"{key}: {message}") from None
     assert isinstance(plain, dict)
     plain.pop("hydra", None)
-    from xaytune.app.config import validate_config
-    from xaytune.app.parts import resolve_candidates
+    from xaytune.experiment.config import validate_config
+    from xaytune.experiment.parts import resolve_candidates
 
     return resolve_candidates(validate_config(plain)), plain
 
@@ -82,17 +82,22 @@ def run_job(
 ) -> int:
     """Run this job's replicates into ``out``; compare and report when ``compare``
     (with the calibration and power prose when ``prose``: once per run)."""
-    from xaytune.app._tree import remove_stale_temporaries
-    from xaytune.app.experiment import load_source, run_replicate
-    from xaytune.app.intent import intent_of, previous_intents, read_intent, write_intent
-    from xaytune.app.manifest import check_resume, what_is_run, write_manifest
-    from xaytune.app.order import candidate_order
-    from xaytune.app.parts import experiment_toolbox
     from xaytune.app.progress import replicate_progress
+    from xaytune.experiment.order import candidate_order
+    from xaytune.experiment.parts import experiment_toolbox
+    from xaytune.experiment.replicate import load_source, run_replicate
+    from xaytune.experiment.tree.intent import (
+        intent_of,
+        previous_intents,
+        read_intent,
+        write_intent,
+    )
+    from xaytune.experiment.tree.layout import remove_stale_temporaries
+    from xaytune.experiment.tree.manifest import check_resume, what_is_run, write_manifest
 
     _quiet_http_logs()
     source = load_source(cfg)
-    from xaytune.app.simulator_scope import simulator_scope
+    from xaytune.experiment.simulator_scope import simulator_scope
 
     scope = simulator_scope(cfg, source)
     if scope is not None and not cfg.resume:
@@ -126,7 +131,7 @@ def run_job(
     fingerprints = {label: h.fingerprint for label, h in cfg.candidates.items()}
     ran = []  # this run's replicates (not those an earlier intent ran)
     for seed in (seed for seed in cfg.job_seeds if seed not in earlier):
-        # A seeded permutation per seed (xaytune.app.order): a fixed order would hand
+        # A seeded permutation per seed (xaytune.experiment.order): a fixed order would hand
         # the within-run drift of time metrics to the same candidate on every seed.
         for label in candidate_order(seed, fingerprints):
             harness = cfg.candidates[label]
@@ -161,8 +166,8 @@ def run_job(
 
 def _model_error_gate(cfg: ExperimentConfig, ran: list) -> int:
     """A sweep job's gate, on the replicates it ran (its tree has no comparison, hence
-    no errors record): :func:`~xaytune.app.attempt_errors.model_error_gate`."""
-    from xaytune.app.attempt_errors import model_error_gate
+    no errors record): :func:`~xaytune.experiment.attempt_errors.model_error_gate`."""
+    from xaytune.experiment.attempt_errors import model_error_gate
 
     if not ran:
         return 0
@@ -209,9 +214,9 @@ def run_several_models(
 ) -> int:
     """Every candidate under each model (``models/<label>/``, a run each), then the
     summary across models; the worst gate code."""
-    from xaytune.app.experiment import load_source
-    from xaytune.app.manifest import check_resume, write_manifest
-    from xaytune.app.models_run import run_models
+    from xaytune.experiment.models_run import run_models
+    from xaytune.experiment.replicate import load_source
+    from xaytune.experiment.tree.manifest import check_resume, write_manifest
 
     if cfg.resume is not None:
         check_resume(out, plain, cfg)
@@ -240,12 +245,12 @@ def finish(
     and power prose after the first only, when ``prose``); the gate code."""
     import json
 
-    from xaytune.app.attempt_errors import ERRORS_FILE, recorded_gate
-    from xaytune.app.gather import write_comparison
-    from xaytune.app.looks import read_looks, record_look
-    from xaytune.app.manifest import write_manifest
-    from xaytune.app.reports import terminal_table
-    from xaytune.app.summary import print_summary
+    from xaytune.experiment.attempt_errors import ERRORS_FILE, recorded_gate
+    from xaytune.experiment.reports import terminal_table
+    from xaytune.experiment.summary import print_summary
+    from xaytune.experiment.tree.gather import write_comparison
+    from xaytune.experiment.tree.looks import read_looks, record_look
+    from xaytune.experiment.tree.manifest import write_manifest
     from xaytune.report import cause_lines, set_plot_drawer
 
     if _plot_workers:  # matplotlib was imported there while the replicates ran
@@ -337,7 +342,7 @@ def _discard_unused(directory: Path) -> None:
 
 
 def _draw_plots_aside(mode: RunMode | None, *, dry_run: bool) -> None:
-    """Start the process that draws this run's plots (xaytune.app.plot_worker): it
+    """Start the process that draws this run's plots (xaytune.report.plot_worker): it
     imports matplotlib while the replicates run. Not for a sweep's job or a dry run,
     which draw nothing; ended when this process exits (it holds nothing that must
     finish)."""
@@ -345,7 +350,7 @@ def _draw_plots_aside(mode: RunMode | None, *, dry_run: bool) -> None:
         return
     import atexit
 
-    from xaytune.app.plot_worker import start_plot_worker
+    from xaytune.report.plot_worker import start_plot_worker
 
     worker = start_plot_worker()
     if worker is not None:
@@ -372,25 +377,25 @@ def main(raw: DictConfig) -> None:
                 raise ConfigError(
                     "bad-config", "seed: a multirun job needs seed=<s> (sweep seed=...)"
                 )
-            from xaytune.app.parts import preflight
+            from xaytune.experiment.parts import preflight
 
             subs = _model_runs(raw, cfg, multirun=multirun)
             for sub_cfg, _ in subs.values() or ((cfg, plain),):
                 preflight(sub_cfg)  # nothing is paid for before everything knowable is checked
             if subs:
-                from xaytune.app.cost import check_total_cost
-                from xaytune.app.experiment import load_source
+                from xaytune.experiment.cost import check_total_cost
+                from xaytune.experiment.replicate import load_source
 
                 tasks = len(load_source(cfg).suite.tasks)
                 lines = check_total_cost({k: c for k, (c, _) in subs.items()}, tasks)
                 if cfg.dry_run:
                     print("\n".join([*lines, "dry run: nothing was run"]))
             elif cfg.dry_run:
-                from xaytune.app.cost import dry_run
+                from xaytune.experiment.cost import dry_run
 
                 dry_run(cfg)  # prints the dollar estimate; nothing runs
             if not cfg.dry_run:  # a dry run stays offline; a resume asks again
-                from xaytune.app.endpoints import preflight_endpoints
+                from xaytune.experiment.preflight import preflight_endpoints
 
                 configs = [c for c, _ in subs.values()] or [cfg]
                 preflight_endpoints(
@@ -408,7 +413,7 @@ def main(raw: DictConfig) -> None:
         # A sweep job (resumed or not) runs in its own job directory under the sweep's.
         resumed_run = cfg.resume is not None and not multirun
         out = Path(cfg.resume) if resumed_run else Path(hydra_cfg.runtime.output_dir)
-        from xaytune.app._tree import tree_lock
+        from xaytune.experiment.tree.layout import tree_lock
 
         with tree_lock(out):  # one writer per tree
             if subs:

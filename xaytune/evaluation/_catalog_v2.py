@@ -30,7 +30,7 @@ from xaytune.evaluation.metrics import CATALOG_V2_ID, Column, absence_code
 from xaytune.harness.evidence import AttemptEvidence, EvidenceEntry, HarnessRunEvidence
 from xaytune.harness.evidence.calls import attempt_calls
 from xaytune.harness.evidence.store import HarnessEvidenceStore
-from xaytune.models._prices import ModelPrices, usd
+from xaytune.models.prices import ModelPrices, usd
 
 __all__ = ["V2_ONLY", "v2_columns"]
 

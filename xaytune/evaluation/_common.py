@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.domain.measurement import MetricResult
-from xaytune.evaluation._config import (
+from xaytune.evaluation.config import (
     BoundEvaluation,
     EvaluationConfig,
     EvaluationSpec,

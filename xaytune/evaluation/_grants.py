@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from xaytune.core.canonical import fingerprint
 from xaytune.core.errors import EvaluationError
-from xaytune.models._protocol import ModelIdentity
+from xaytune.models.protocol import ModelIdentity
 
 __all__ = ["GRANT_SCHEMA", "ReferenceEgressGrant", "check_grant", "model_fingerprint"]
 

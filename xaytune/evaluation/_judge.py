@@ -36,12 +36,12 @@ import numpy as np
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import EvaluationError
 from xaytune.evaluation._common import Determinism, EvaluatorBase, JudgeExchange, Measurement
-from xaytune.evaluation._config import JUDGE_KIND, BoundEvaluation, JudgeEvaluationConfig
 from xaytune.evaluation._grants import ReferenceEgressGrant, check_grant
+from xaytune.evaluation.config import JUDGE_KIND, BoundEvaluation, JudgeEvaluationConfig
 from xaytune.evaluation.metrics import Column, absence_code, run_result
 from xaytune.harness.evidence import HarnessRunEvidence
 from xaytune.harness.evidence.store import HarnessEvidenceStore
-from xaytune.models._protocol import Message, Model, ModelError, ModelRequest
+from xaytune.models.protocol import Message, Model, ModelError, ModelRequest
 
 __all__ = ["GRADER_SYSTEM", "HarnessJudgeEvaluator", "judge_prompt", "parse_score"]
 

@@ -48,7 +48,7 @@ from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import EvaluationError
 from xaytune.evaluation._catalog_v2 import v2_columns
 from xaytune.evaluation._common import Determinism, EvaluatorBase, Measurement, ScorerReason
-from xaytune.evaluation._config import (
+from xaytune.evaluation.config import (
     OUTCOME_KIND,
     BoundEvaluation,
     EvaluationConfig,

@@ -23,7 +23,7 @@ from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.measurement import AbsenceReason, MetricResult, TaskObservation
 from xaytune.core.errors import EvaluationError
 from xaytune.evaluation._common import JudgeExchange, ScorerReason
-from xaytune.evaluation._config import Disclosure
+from xaytune.evaluation.config import Disclosure
 from xaytune.evaluation.metrics import Column
 from xaytune.harness.evidence.store import atomic_write
 

@@ -28,14 +28,6 @@ from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.domain.measurement import EvaluationResult, TaskObservation
 from xaytune.core.errors import EvaluationError
 from xaytune.evaluation._common import HarnessEvaluator
-from xaytune.evaluation._config import (
-    BoundEvaluation,
-    EvaluationSpec,
-    EvaluatorSpec,
-    config_fingerprint,
-    judge_config,
-    outcome_config,
-)
 from xaytune.evaluation._disclosure import apply_aggregate_rules, provider_feedback
 from xaytune.evaluation._grants import ReferenceEgressGrant
 from xaytune.evaluation._judge import HarnessJudgeEvaluator
@@ -49,6 +41,14 @@ from xaytune.evaluation._reports import (
     evaluation_files,
     output_dir,
     write_reports,
+)
+from xaytune.evaluation.config import (
+    BoundEvaluation,
+    EvaluationSpec,
+    EvaluatorSpec,
+    config_fingerprint,
+    judge_config,
+    outcome_config,
 )
 from xaytune.harness.evidence import HarnessRunEvidence, verify_run_evidence
 from xaytune.harness.evidence.publish import PublishedSubject, load_published, publish_evidence

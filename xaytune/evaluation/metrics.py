@@ -358,7 +358,7 @@ class Column:
 
 
 # Every observation sets every field: one shared fields-set for all (a frozen model
-# never changes it in place; see xaytune.core._frozen).
+# never changes it in place; see xaytune.core.frozen).
 _OBSERVATION_FIELDS = {"task_id", "position", "value", "absence", "judge_spread"}
 
 

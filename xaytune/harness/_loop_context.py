@@ -46,12 +46,12 @@ from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import ExecutionError, FingerprintError
 from xaytune.harness._watchdog import checkpoint
 from xaytune.harness.environment import AttemptToolbox, open_environment
-from xaytune.harness.evidence._attempt import AttemptSession
+from xaytune.harness.evidence.attempt import AttemptSession
 from xaytune.harness.evidence.calls import usage_event
 from xaytune.harness.evidence.store import Outcome, Spend
 from xaytune.harness.spec import AgentExecutionSpec, sampling_identity
 from xaytune.harness.toolbox import Toolbox, ToolResult
-from xaytune.models._protocol import (
+from xaytune.models.protocol import (
     ContextOverflowError,
     Message,
     Model,

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 
 from xaytune.core.errors import ExecutionError
 from xaytune.harness._loop_context import LoopContext, _Host
-from xaytune.models._protocol import Message
+from xaytune.models.protocol import Message
 
 __all__ = ["run_turns"]
 

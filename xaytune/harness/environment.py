@@ -51,7 +51,7 @@ from xaytune.core.errors import ExecutionError, FingerprintError
 from xaytune.harness._schema_subset import compile_subset, subset_check
 from xaytune.harness.spec import AgentExecutionSpec
 from xaytune.harness.toolbox import Toolbox, ToolError, ToolResult
-from xaytune.models._protocol import ToolCall, ToolSchema
+from xaytune.models.protocol import ToolCall, ToolSchema
 from xaytune.plugins import Environment, ResolvedEnvironment, resolve_environment
 
 __all__ = [

@@ -33,7 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import PluginError
 from xaytune.harness._loop_context import LoopContext, LoopStop, SpendView
-from xaytune.models._protocol import Message
+from xaytune.models.protocol import Message
 from xaytune.plugins import (
     CodeIdentity,
     PartRef,

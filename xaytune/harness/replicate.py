@@ -16,8 +16,8 @@ from xaytune.harness.spec import (
     HarnessContent,
     TrajectoryRecordingSpec,
 )
-from xaytune.models._prices import ModelPrices
-from xaytune.models._protocol import ModelIdentity
+from xaytune.models.prices import ModelPrices
+from xaytune.models.protocol import ModelIdentity
 
 __all__ = ["compile_replicate"]
 

@@ -56,9 +56,9 @@ from xaytune.harness._answer import extract_answer
 from xaytune.harness._loop_context import LoopAbandoned, LoopStop, ModelUnavailable, _Host
 from xaytune.harness._turns import run_turns
 from xaytune.harness._watchdog import AttemptDeadline, AttemptWindow, watched
-from xaytune.harness.evidence._attempt import AttemptSession, recover_open_attempt
-from xaytune.harness.evidence._commit import GroupCommit
+from xaytune.harness.evidence.attempt import AttemptSession, recover_open_attempt
 from xaytune.harness.evidence.attempt_file import attempt_name, split_attempt
+from xaytune.harness.evidence.commit import GroupCommit
 from xaytune.harness.evidence.journal import (
     SealJournal,
     check_journaled,
@@ -78,7 +78,7 @@ from xaytune.harness.loops import ResolvedLoop, resolve_loop
 from xaytune.harness.parts import check_parts
 from xaytune.harness.spec import AgentExecutionSpec, Harness
 from xaytune.harness.toolbox import Toolbox
-from xaytune.models._protocol import DEFINITIVE_REASONS, Model
+from xaytune.models.protocol import DEFINITIVE_REASONS, Model
 
 __all__ = ["ATTEMPT_TIMEOUT", "AttemptResult", "HarnessRunner", "TaskRun", "refusal_of"]
 

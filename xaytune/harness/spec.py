@@ -17,15 +17,15 @@ from pydantic import (
 )
 
 from xaytune.core import limits
-from xaytune.core._frozen import share_fields_set
-from xaytune.core._ids import is_valid_id
 from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
 from xaytune.core.domain.benchmark import BenchmarkSuite, Task
 from xaytune.core.errors import ExecutionError
+from xaytune.core.frozen import share_fields_set
 from xaytune.core.harness_evaluation import TaskBinding
+from xaytune.core.ids import is_valid_id
 from xaytune.harness._answer import AnswerExtraction
-from xaytune.models._prices import ModelPrices
-from xaytune.models._protocol import ModelIdentity
+from xaytune.models.prices import ModelPrices
+from xaytune.models.protocol import ModelIdentity
 from xaytune.plugins import CodeIdentity, PartRef
 
 __all__ = [

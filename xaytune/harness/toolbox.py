@@ -67,7 +67,7 @@ from xaytune.core.canonical import fingerprint, to_plain
 from xaytune.core.errors import ExecutionError, FingerprintError, XaytuneError
 from xaytune.harness._calculator import MAX_EXPRESSION_CHARS, CalculatorError, evaluate
 from xaytune.harness._schema_subset import compile_subset, parse_arguments, subset_check
-from xaytune.models._protocol import ToolCall, ToolSchema
+from xaytune.models.protocol import ToolCall, ToolSchema
 from xaytune.plugins import CodeIdentity, code_identity
 
 __all__ = [

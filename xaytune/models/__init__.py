@@ -1,8 +1,8 @@
 """Models: the async protocol, a deterministic simulator, OpenAI-compatible and
 Anthropic Messages clients, and price tables."""
 
-from xaytune.models._prices import ModelPrices, PriceTier
-from xaytune.models._protocol import (
+from xaytune.models.prices import ModelPrices, PriceTier
+from xaytune.models.protocol import (
     DEFINITIVE_REASONS,
     ContextOverflowError,
     EndpointIdentity,

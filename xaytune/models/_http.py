@@ -44,7 +44,7 @@ import certifi
 from xaytune.core import limits
 from xaytune.core.canonical import MAX_SAFE_INTEGER
 from xaytune.core.errors import ConfigError
-from xaytune.models._protocol import ModelError, ModelIdentity, TransientModelError
+from xaytune.models.protocol import ModelError, ModelIdentity, TransientModelError
 
 __all__ = [
     "Answer",

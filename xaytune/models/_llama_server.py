@@ -32,7 +32,7 @@ from pathlib import Path
 import httpx
 
 from xaytune.core.errors import ConfigError
-from xaytune.models._protocol import ModelError
+from xaytune.models.protocol import ModelError
 
 __all__ = [
     "RUNTIME_DISTRIBUTION",

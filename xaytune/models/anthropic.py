@@ -51,7 +51,7 @@ from xaytune.models._http import (
     scrub,
     unreachable,
 )
-from xaytune.models._protocol import (
+from xaytune.models.protocol import (
     ContextOverflowError,
     EndpointIdentity,
     FinishReason,

@@ -34,8 +34,8 @@ from xaytune.models._llama_server import (
     shared_server,
     stop_shared_servers,
 )
-from xaytune.models._protocol import ModelError, ModelIdentity, ModelReply, ModelRequest
 from xaytune.models.openai_compatible import OpenAICompatibleModel
+from xaytune.models.protocol import ModelError, ModelIdentity, ModelReply, ModelRequest
 
 __all__ = [
     "DEFAULT_DISTRIBUTION",

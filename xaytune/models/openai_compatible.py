@@ -45,7 +45,8 @@ from xaytune.models._http import (
     scrub,
     unreachable,
 )
-from xaytune.models._protocol import (
+from xaytune.models._usage import MalformedUsage, usage_details
+from xaytune.models.protocol import (
     ContextOverflowError,
     EndpointIdentity,
     FinishReason,
@@ -57,7 +58,6 @@ from xaytune.models._protocol import (
     TransientModelError,
     Usage,
 )
-from xaytune.models._usage import MalformedUsage, usage_details
 
 __all__ = ["OpenAICompatibleModel"]
 

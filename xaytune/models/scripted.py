@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from xaytune.core import limits
 from xaytune.core.canonical import canonical_bytes, sha256_digest
-from xaytune.models._protocol import (
+from xaytune.models.protocol import (
     ModelError,
     ModelIdentity,
     ModelReply,

@@ -18,8 +18,9 @@ from functools import lru_cache
 
 from xaytune.core import limits
 from xaytune.core.canonical import MAX_SAFE_INTEGER
+from xaytune.core.domain.arithmetic import Step, parse_question
 from xaytune.core.errors import ConfigError, SuiteError
-from xaytune.models._protocol import (
+from xaytune.models.protocol import (
     ContextOverflowError,
     Message,
     ModelIdentity,
@@ -30,7 +31,6 @@ from xaytune.models._protocol import (
     TransientModelError,
     Usage,
 )
-from xaytune.suites._arith_generator import Step, parse_question
 
 __all__ = ["SimulatedModel"]
 

@@ -78,8 +78,8 @@ BUILTINS: dict[PartKind, dict[str, str]] = {
     },
     "model": {"scripted": "xaytune.models.scripted:ScriptedModel"},
     "environment": {
-        "bfcl-multi-turn": "xaytune.suites.bfcl._environment:BfclMultiTurnEnvironment",
-        "bfcl-functions": "xaytune.suites.bfcl._environment:BfclFunctionsEnvironment",
+        "bfcl-multi-turn": "xaytune.suites.bfcl.environment:BfclMultiTurnEnvironment",
+        "bfcl-functions": "xaytune.suites.bfcl.environment:BfclFunctionsEnvironment",
     },
 }
 

@@ -4,7 +4,7 @@ A released ``ComparisonReport`` (what report.json holds) is turned into structur
 page data (:func:`comparison_view`), then rendered: report.html through a Jinja2
 template, report.md and the terminal table from the same words
 (:mod:`xaytune.report._words`). Plots are matplotlib PNGs. The per-task viewer over a
-run's restricted files lives in :mod:`xaytune.report.viewer` (``python -m
+run's restricted files lives in :mod:`xaytune.viewer` (``python -m
 xaytune.view``); it reads the app's output tree, so it is imported on its own, never
 from here (the app imports this package to write its reports).
 """

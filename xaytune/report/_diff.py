@@ -18,8 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from xaytune.comparison.compare import ConfigChange
 from xaytune.core.canonical import canonical_bytes
-from xaytune.core.harness_comparison import ConfigChange
 
 __all__ = ["FOLD_AT", "LeafChange", "fold", "leaf_changes"]
 

@@ -2,7 +2,7 @@
 and the withheld comparison of a challenger that is not compared.
 
 Everything here renders ``errors`` — the JSON data of a run's ``errors.json``
-(``xaytune.app.attempt_errors``, schema ``xaytune.attempt-errors/v1``): per candidate
+(``xaytune.experiment.attempt_errors``, schema ``xaytune.attempt-errors/v1``): per candidate
 label its name, ``over_bound`` and replicates (seed, tasks, model_errors, timeouts,
 crashes, other, causes), and ``not_compared`` (challenger label -> why). A comparison
 finds its two sides in it by candidate name. With no errors on either side and both
@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from xaytune.core.harness_comparison import ComparisonReport
+from xaytune.comparison.compare import ComparisonReport
 
 __all__ = [
     "NOT_COMPARED",

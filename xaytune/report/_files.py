@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from xaytune.core.harness_comparison import ComparisonReport
+from xaytune.comparison.compare import ComparisonReport
 from xaytune.harness.evidence.store import atomic_write
 from xaytune.report._errors import not_compared_text
-from xaytune.report._jinja import render
 from xaytune.report._markdown import render_markdown
 from xaytune.report._page import ReportPage, comparison_view, report_page
 from xaytune.report._plots import plot_png
+from xaytune.report.jinja import render
 
 __all__ = ["render_html", "rendered_reports", "write_reports"]
 
@@ -37,7 +37,7 @@ def rendered_reports(
 ) -> dict[str, bytes]:
     """report.md and report.html of a released report with these plots (in the order
     the plots are drawn: PLOT_NAMES), as written; ``model`` names the model on the page
-    (the writer and the auditor pass the same: :func:`xaytune.app.reports.model_title`);
+    (the writer and the auditor pass the same: :func:`xaytune.experiment.reports.model_title`);
     ``errors``: the run's errors.json data (its Errors section, a withheld verdict)."""
     markdown_text = render_markdown(released, {name: name for name in images}, errors=errors)
     page = report_page((comparison_view(released, images, model=model, errors=errors),))

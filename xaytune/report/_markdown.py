@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from xaytune.core.harness_comparison import ComparisonReport
+from xaytune.comparison.compare import ComparisonReport
 from xaytune.report._diff import leaf_changes
 from xaytune.report._errors import (
     errors_markdown,

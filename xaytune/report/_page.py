@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from xaytune.core.harness_comparison import ComparisonReport, MetricComparison
+from xaytune.comparison.compare import ComparisonReport, MetricComparison
 from xaytune.report._diff import LeafChange, leaf_changes
 from xaytune.report._errors import withheld_view
 from xaytune.report._plots import PAIRED_PLOT, cost_axis, verdict_label
@@ -200,7 +200,7 @@ class ReportPage:
 
     title: str
     comparisons: tuple[ComparisonView, ...]
-    # The several-challenger summary grid (xaytune.app.summary): header, preformatted
+    # The several-challenger summary grid (xaytune.experiment.summary): header, preformatted
     # cells per row (with the p and Holm p columns) and the family-wise lines.
     summary_header: tuple[str, ...] = ()
     summary_rows: tuple[tuple[str, ...], ...] = ()

@@ -14,7 +14,7 @@ matplotlib is imported when the first plot is drawn, and only its figure and Agg
 canvas: pyplot (its figure manager, backend switching and state) is not needed to
 write a PNG and costs ~0.4 s more to import; the bytes are the same. A run may hand
 the drawing to another process that imported matplotlib while the replicates ran
-(:func:`set_plot_drawer`, :mod:`xaytune.app.plot_worker`): :func:`plot_png` then asks
+(:func:`set_plot_drawer`, :mod:`xaytune.report.plot_worker`): :func:`plot_png` then asks
 it, and draws here when it cannot answer. Either way the bytes are :func:`draw_png`'s.
 """
 
@@ -24,7 +24,7 @@ import io
 import logging
 from collections.abc import Callable
 
-from xaytune.core.harness_comparison import ComparisonReport, MetricComparison
+from xaytune.comparison.compare import ComparisonReport, MetricComparison
 
 __all__ = [
     "PAIRED_PLOT",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from xaytune.core.harness_comparison import ComparisonReport
+from xaytune.comparison.compare import ComparisonReport
 from xaytune.report._errors import error_cells, not_compared_text, withheld_rows
 from xaytune.report._markdown import OBJECTIVE_HEADER, objective_rows, warnings
 from xaytune.report._words import (

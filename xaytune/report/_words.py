@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from xaytune.core.harness_comparison import ComparisonReport, MetricComparison
+from xaytune.comparison.compare import ComparisonReport, MetricComparison
 
 __all__ = [
     "INCONCLUSIVE_BECAUSE",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xaytune.core._ids import is_valid_id
 from xaytune.core.errors import SuiteError
+from xaytune.core.ids import is_valid_id
 from xaytune.suites._build import build_suite, build_suite_from_file, build_suite_from_jsonl
 from xaytune.suites._mapping import FieldMapping
 from xaytune.suites.bfcl._categories import CATEGORIES

@@ -36,10 +36,10 @@ from typing import TextIO
 
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import SuiteError, XaytuneError
-from xaytune.suites._arith_generator import generate_arith_tools
 from xaytune.suites._build import build_suite, build_suite_from_file
 from xaytune.suites._mapping import ID_RULES, FieldMapping
 from xaytune.suites._readers import FORMATS
+from xaytune.suites.arith_generator import generate_arith_tools
 
 
 def build_arith_tools(out: str) -> SuiteSource:

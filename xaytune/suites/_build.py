@@ -13,7 +13,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from xaytune.core import limits
-from xaytune.core._ids import is_valid_id
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.domain.benchmark import (
     MANIFEST_FILE,
@@ -27,6 +26,7 @@ from xaytune.core.domain.benchmark import (
     suite_digest,
 )
 from xaytune.core.errors import FingerprintError, SuiteError
+from xaytune.core.ids import is_valid_id
 from xaytune.core.limits import (
     LimitError,
     check_json_text,

@@ -55,9 +55,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from xaytune.core import limits
-from xaytune.core._ids import is_valid_id
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import SuiteError
+from xaytune.core.ids import is_valid_id
 from xaytune.core.limits import quote
 
 __all__ = ["ID_RULES", "FieldMapping", "map_rows", "normalise_id"]

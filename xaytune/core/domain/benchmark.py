@@ -26,10 +26,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from xaytune.core import limits
-from xaytune.core._frozen import share_fields_set
-from xaytune.core._ids import is_valid_id
 from xaytune.core.canonical import MAX_SAFE_INTEGER, canonical_bytes, fingerprint
 from xaytune.core.errors import FingerprintError, SuiteError
+from xaytune.core.frozen import share_fields_set
+from xaytune.core.ids import is_valid_id
 from xaytune.core.limits import (
     LimitError,
     check_json_text,

@@ -14,7 +14,7 @@ when optional); config gives them as ``spec.scorer.params`` and they are checked
 against the signature when the evaluation is bound (``bad-part-params``: an unknown
 or missing parameter, a wrong JSON type, a value outside an ``Annotated`` constraint).
 A scorer declaring a parameter named ``match`` receives the config's ``spec.match``
-(a :class:`~xaytune.evaluation._config.MatchRule`), which params may not set; the
+(a :class:`~xaytune.evaluation.config.MatchRule`), which params may not set; the
 other scorers ignore ``spec.match``. ``True`` / ``Score(success=True)`` is task_success
 1, ``False`` / ``Score(success=False)`` is 0; ``Score.reason`` says why, briefly.
 

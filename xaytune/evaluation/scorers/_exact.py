@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-from xaytune.evaluation._config import MatchRule
+from xaytune.evaluation.config import MatchRule
 
 __all__ = ["exact", "normalise"]
 

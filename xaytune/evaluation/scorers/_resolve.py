@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xaytune.core.errors import EvaluationError, PluginError
-from xaytune.evaluation._config import MatchRule, ScorerSpec
+from xaytune.evaluation.config import MatchRule, ScorerSpec
 from xaytune.evaluation.scorers._score import Score
 from xaytune.plugins import CodeIdentity, check_params, code_identity, lookup, parameters_model
 

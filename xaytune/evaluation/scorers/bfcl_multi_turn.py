@@ -49,7 +49,7 @@ from typing import Any
 
 from xaytune.evaluation.scorers._bfcl_calls import decoded_arguments
 from xaytune.evaluation.scorers._score import Score
-from xaytune.suites.bfcl._environment import BfclMultiTurnEnvironment, parse_call
+from xaytune.suites.bfcl.environment import BfclMultiTurnEnvironment, parse_call
 
 __all__ = ["bfcl_multi_turn", "bfcl_multi_turn_accepts"]
 
@@ -131,7 +131,7 @@ bfcl_multi_turn.__xaytune_accepts__ = bfcl_multi_turn_accepts  # type: ignore[at
 # Its rule runs BFCL's API classes: their code is part of this scorer's identity.
 bfcl_multi_turn.__xaytune_sources__ = (  # type: ignore[attr-defined]
     "xaytune.evaluation.scorers._bfcl_calls",
-    "xaytune.suites.bfcl._environment",
+    "xaytune.suites.bfcl.environment",
     *BfclMultiTurnEnvironment.__xaytune_sources__,
 )
 bfcl_multi_turn.__xaytune_version__ = "2"  # type: ignore[attr-defined]

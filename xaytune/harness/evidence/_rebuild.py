@@ -23,16 +23,16 @@ from xaytune.core.domain.benchmark import BenchmarkSuite, TaskAssignment
 from xaytune.core.errors import EvidenceError
 from xaytune.harness.evidence._claimed import check_claimed
 from xaytune.harness.evidence._io import read_file
-from xaytune.harness.evidence._rebuild_attempt import (
+from xaytune.harness.evidence._records import AttemptEvidence, EvidenceEntry
+from xaytune.harness.evidence.journal import check_journaled, missing_seal, read_journal
+from xaytune.harness.evidence.rebuild_attempt import (
     Expected,
     RebuiltAttempt,
     rebuild_attempt,
     refuse,
 )
-from xaytune.harness.evidence._records import AttemptEvidence, EvidenceEntry
-from xaytune.harness.evidence.journal import check_journaled, missing_seal, read_journal
 from xaytune.harness.evidence.store import HarnessEvidenceStore
-from xaytune.models._protocol import ModelIdentity
+from xaytune.models.protocol import ModelIdentity
 
 __all__ = ["Rebuild", "check_quarantine", "compare_attempt_numbers"]
 
@@ -70,7 +70,7 @@ class _TaskFacts:
         """Refuse ``claimed`` unless it is :meth:`entry`, compared without building it.
 
         ``claimed`` holds exactly what validation gives (the caller checked it with
-        :func:`~xaytune.core._exact.exactly_typed`: no subclass, no value of another
+        :func:`~xaytune.core.exact.exactly_typed`: no subclass, no value of another
         type, so comparing values is what ``==`` on records would do), and each of
         its attempts must match its rebuilt attempt.
         """

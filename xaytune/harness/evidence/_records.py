@@ -14,15 +14,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from xaytune.core._frozen import FrozenRecord
 from xaytune.core.canonical import (
     canonical_array_chunks,
     canonical_bytes,
     canonical_object_chunks,
 )
 from xaytune.core.domain.benchmark import SeededSample
+from xaytune.core.frozen import FrozenRecord
 from xaytune.harness.evidence.store import Outcome, SpendRecord
-from xaytune.models._protocol import ModelIdentity
+from xaytune.models.protocol import ModelIdentity
 
 __all__ = ["EVIDENCE_SCHEMA", "AttemptEvidence", "EvidenceEntry", "HarnessRunEvidence"]
 

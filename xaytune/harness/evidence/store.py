@@ -26,12 +26,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from xaytune.core._frozen import FrozenRecord
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import EvidenceError
+from xaytune.core.frozen import FrozenRecord
 from xaytune.harness.evidence._io import atomic_write, atomic_write_chunks, read_file
 from xaytune.harness.evidence.attempt_file import ATTEMPT_SUFFIX, attempt_name, split_attempt
-from xaytune.models._protocol import ModelIdentity
+from xaytune.models.protocol import ModelIdentity
 
 __all__ = [
     "AttemptRecord",

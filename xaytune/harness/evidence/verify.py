@@ -15,7 +15,6 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from xaytune.core._exact import exactly_typed
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.domain.benchmark import (
     BenchmarkSuite,
@@ -25,14 +24,15 @@ from xaytune.core.domain.benchmark import (
     record_assignment,
 )
 from xaytune.core.errors import FingerprintError, SuiteError
+from xaytune.core.exact import exactly_typed
 from xaytune.harness.evidence._rebuild import Rebuild, check_quarantine, compare_attempt_numbers
-from xaytune.harness.evidence._rebuild_attempt import refuse
 from xaytune.harness.evidence._records import (
     EVIDENCE_SCHEMA,
     AttemptEvidence,
     EvidenceEntry,
     HarnessRunEvidence,
 )
+from xaytune.harness.evidence.rebuild_attempt import refuse
 from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.harness.spec import AgentExecutionSpec
 

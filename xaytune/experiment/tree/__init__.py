@@ -1,0 +1,1 @@
+"""The output tree of a run: intent, manifest, evidence cache, looks, gathering."""

@@ -1,0 +1,1 @@
+"""What leaves the machine: a release bundle under its disclosure, and a signed tree."""

@@ -1,0 +1,149 @@
+"""A process that draws a run's plots, started when the run starts (issue 33, item 3).
+
+Importing matplotlib costs ~0.35 s and the comparison it draws exists only at the end
+of a run. :func:`start_plot_worker` starts ``python -c`` on :func:`serve` as the run
+begins: it imports matplotlib (and the report modules) on the other core while the
+replicates run, then waits. At the end, :func:`xaytune.report.plot_png` sends it the
+released report (pickled) and gets back :func:`xaytune.report.draw_png`'s bytes,
+drawn there: the same function, the same matplotlib, the same bytes, written where and
+when they are written without a worker (tests/app/test_app_plot_worker.py).
+
+It is started only when a core is free (:func:`core_is_free`): on a machine busy
+with other work its second import of numpy and the report modules costs more than the
+parallel import saves. A worker that cannot answer (it failed to start, died, or
+refused the request) costs only the speed: :meth:`PlotWorker.draw` returns None and
+the plots are drawn in the run's own process. The worker ignores SIGINT (Ctrl-C stops
+the run, which kills it as it exits; a run killed outright closes the worker's stdin:
+it exits on end of file) and writes nothing to the terminal.
+
+Protocol, on the worker's stdin and stdout: each message is an 8-byte big-endian length
+then that many bytes of pickle; a request is a ``ComparisonReport``, a reply is
+``("ok", {name: png bytes})`` or ``("error", "<type>: <message>")``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["PlotWorker", "core_is_free", "serve", "start_plot_worker"]
+
+_LENGTH = 8
+_CODE = "from xaytune.report.plot_worker import serve; serve()"
+
+
+def _send(stream: IO[bytes], payload: bytes) -> None:
+    stream.write(len(payload).to_bytes(_LENGTH, "big") + payload)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> bytes | None:
+    """One message, or None at end of file (or a message cut short)."""
+    head = stream.read(_LENGTH)
+    if len(head) < _LENGTH:
+        return None
+    size = int.from_bytes(head, "big")
+    payload = stream.read(size)
+    return payload if len(payload) == size else None
+
+
+class PlotWorker:
+    """The run's side of a plot worker process (see the module docstring)."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self._process = process
+
+    def draw(self, report: Any) -> dict[str, bytes] | None:
+        """:func:`~xaytune.report.draw_png` of ``report``, drawn by the worker; None
+        when the worker cannot answer (then it is closed: the caller draws)."""
+        process = self._process
+        if process.poll() is not None or process.stdin is None or process.stdout is None:
+            return None
+        try:
+            _send(process.stdin, pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL))
+            reply = _receive(process.stdout)
+        except OSError:  # the worker is gone (a broken pipe)
+            reply = None
+        if reply is None:
+            self.close()
+            return None
+        status, value = pickle.loads(reply)  # our own child's answer
+        if status != "ok":
+            self.close()
+            return None
+        return value
+
+    def close(self) -> None:
+        """End the worker now (it holds nothing that must finish: a run that ends
+        before its plots, a refused config, must not wait for matplotlib's import)."""
+        process = self._process
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        for stream in (process.stdin, process.stdout):
+            if stream is not None and not stream.closed:
+                with contextlib.suppress(OSError):  # a pipe the dead worker left unread
+                    stream.close()
+
+
+def core_is_free() -> bool:
+    """Whether a second process would run beside this one: the last minute's load
+    average is below the number of CPUs. On a busy machine the worker's imports (numpy
+    and the report modules again, besides matplotlib: ~0.35 s of CPU more in all) only
+    compete with the run for the same cores."""
+    cpus = os.cpu_count() or 1
+    return cpus > 1 and os.getloadavg()[0] < cpus
+
+
+def start_plot_worker(*, always: bool = False) -> PlotWorker | None:
+    """Start a worker importing matplotlib now; None when no process can be started,
+    or when no core is free (:func:`core_is_free`) unless ``always``."""
+    if not always and not core_is_free():
+        return None
+    # The worker must import this xaytune, whatever the current directory.
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [package_root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
+    )
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _CODE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+    except OSError:
+        return None
+    return PlotWorker(process)
+
+
+def serve() -> None:
+    """The worker's main loop: import matplotlib, then draw each request until end of
+    file on stdin."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The protocol owns the real stdout; anything printed while drawing goes to stderr.
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    requests = sys.stdin.buffer
+    # What the first plot_png would import in the run's process (xaytune.report._plots).
+    import matplotlib.backends.backend_agg
+    import matplotlib.figure
+    import matplotlib.ticker  # noqa: F401
+
+    from xaytune.report import draw_png
+
+    while (request := _receive(requests)) is not None:
+        try:
+            reply: tuple[str, Any] = ("ok", draw_png(pickle.loads(request)))
+        except Exception as error:  # reported to the run, which then draws itself
+            reply = ("error", f"{type(error).__name__}: {error}")
+        _send(replies, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
