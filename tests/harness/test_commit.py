@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from xaytune.harness.evidence import _commit
+from xaytune.harness.evidence import commit as _commit
 from xaytune.harness.evidence.attempt import PendingSeal
 from xaytune.harness.evidence.commit import GroupCommit
 

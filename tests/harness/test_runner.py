@@ -731,7 +731,7 @@ def test_run_many_cancelled_seals_every_in_flight_attempt_partial(source, tmp_pa
 def test_run_many_stops_with_the_error_of_a_failed_group_commit(
     source, tmp_path: Path, monkeypatch
 ) -> None:
-    from xaytune.harness.evidence import _commit
+    from xaytune.harness.evidence import commit as _commit
 
     def full_disk() -> None:
         raise OSError(28, "No space left on device")

@@ -167,7 +167,7 @@ def test_a_journal_line_cut_short_lists_nothing_and_a_writer_cuts_it_off(verifie
 def test_a_recovery_killed_between_its_commit_and_its_append_is_finished_on_resume(
     verified_run, monkeypatch
 ):
-    from xaytune.harness.evidence import _attempt
+    from xaytune.harness.evidence import attempt as _attempt
     from xaytune.harness.evidence.store import StoredAttempt
 
     run, position = verified_run, 4

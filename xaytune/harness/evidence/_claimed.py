@@ -13,7 +13,7 @@ a template with holes.
 
 :func:`check_claimed` never refuses: any difference (an edited file, a recovered
 attempt, a claim that is not the store's, a value no writer writes) sends the
-attempt down the full rebuild (:func:`~._rebuild_attempt.rebuild_attempt`), which
+attempt down the full rebuild (:func:`~.rebuild_attempt.rebuild_attempt`), which
 names what differs, as before. So the fast path accepts only what the full rebuild
 accepts for the same claim.
 """
