@@ -4,8 +4,8 @@
     python benchmarks/cache.py --tasks 1000    # a 1,000-task suite (the calculator workload)
     python benchmarks/cache.py --latency 0.2   # each model call takes 200 ms
 
-Each replicate of the quickstart's config is run in process (``run_replicate``, what
-``python -m xaytune`` calls per candidate and seed): a cold iteration (cache off:
+The quickstart's config is run in process (``xaytune.run``, what ``python -m xaytune``
+runs; each replicate timed through a run observer): a cold iteration (cache off:
 both candidates' replicates), then, with a fresh cache, a first iteration (fills it)
 and a second one with only candidate B changed (``terse`` for ``mental``), which
 should pay only for B. Target (issue 17): second <= B's replicates in the cold
@@ -20,6 +20,8 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -28,47 +30,54 @@ from _common import machine_line, make_suite
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
-from xaytune.experiment.config import validate_config
-from xaytune.experiment.parts import experiment_toolbox, resolve_candidates
-from xaytune.experiment.replicate import load_source, run_replicate
-from xaytune.experiment.tree.intent import intent_of, write_intent
-from xaytune.experiment.tree.manifest import what_is_run
+import xaytune
+from xaytune.experiment.results import SilentObserver
 
 
-def _config(challenger: str, cache_dir: Path, mode: str, args, suite: Path | None):
+def _config(challenger: str, cache_dir: Path, mode: str, args, suite: Path | None) -> dict:
+    """The quickstart's composed config (progress on: the clock below is told of every
+    replicate), as the dict ``xaytune.run`` takes."""
     overrides = [
         "+experiment=quickstart",
         f"candidate@candidates.b={challenger}",
         f"cache.dir={cache_dir}",
         f"cache.mode={mode}",
         f"model.latency_s={args.latency}",
-        "progress=false",
+        "progress=true",
     ]
     tasks = args.tasks
     if suite is not None:
         overrides += ["suite.builtin=null", f"suite.path={suite}", f"sampling.count={tasks}"]
     with initialize_config_module("xaytune.conf", version_base="1.3"):
         raw = compose("config", overrides=overrides)
-    plain = OmegaConf.to_container(raw, resolve=True)
-    return resolve_candidates(validate_config(plain)), plain
+    config = OmegaConf.to_container(raw)
+    assert isinstance(config, dict)
+    return config
 
 
-def iteration(out: Path, cfg, plain) -> dict[str, float]:
-    """Run every replicate of ``cfg`` into ``out``; seconds per candidate label."""
-    source = load_source(cfg)
-    out.mkdir(parents=True)
-    intent = write_intent(out, intent_of(cfg, what_is_run(plain), source), resume=False)
-    toolbox = experiment_toolbox(cfg)
-    spent = {label: 0.0 for label in cfg.candidates}
-    for seed in cfg.seeds:
-        for label, harness in cfg.candidates.items():
-            started = time.perf_counter()
-            run_replicate(
-                cfg, label=label, harness=harness, seed=seed, source=source, out=out,
-                toolbox=toolbox, intent=intent,
-            )  # fmt: skip
-            spent[label] += time.perf_counter() - started
-    return spent
+class _Clock(SilentObserver):
+    """Seconds per candidate name, summed over its replicates (each timed around the
+    whole replicate: set-up, run or reuse, publish, evaluation)."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {}
+
+    @contextmanager
+    def replicate(self, title: str, *, total: int) -> Iterator[None]:
+        name = title.rsplit(" seed ", 1)[0]
+        started = time.perf_counter()
+        try:
+            yield None
+        finally:
+            self.spent[name] = self.spent.get(name, 0.0) + time.perf_counter() - started
+
+
+def iteration(out: Path, config: dict) -> dict[str, float]:
+    """Run the experiment ``config`` into ``out`` (``xaytune.run``: the replicates, then
+    the comparison, untimed); replicate seconds per candidate label."""
+    clock = _Clock()
+    xaytune.run(config, out=out, observer=clock)
+    return {label: clock.spent[c["name"]] for label, c in config["candidates"].items()}
 
 
 def main() -> int:
@@ -83,9 +92,9 @@ def main() -> int:
         if args.tasks is not None:
             suite = make_suite(root / "suite", "calculator", args.tasks).path
         cache = root / "cache"
-        cold = iteration(root / "cold", *_config("terse", cache, "off", args, suite))
-        iteration(root / "first", *_config("mental", cache, "read-write", args, suite))
-        second = iteration(root / "second", *_config("terse", cache, "read-write", args, suite))
+        cold = iteration(root / "cold", _config("terse", cache, "off", args, suite))
+        iteration(root / "first", _config("mental", cache, "read-write", args, suite))
+        second = iteration(root / "second", _config("terse", cache, "read-write", args, suite))
     cold_total, second_total = sum(cold.values()), sum(second.values())
     bound = cold["b"] + 0.10 * cold_total
     print(

@@ -1,9 +1,9 @@
 """Server benchmark: how much of a model server's throughput xaytune's run leaves unused.
 
 The quickstart's two candidates (``calculator``, ``mental``) run one replicate each
-(seed 101, durability ``fsync``) as the app runs them: the model the app builds
-(``build_model``) and ``compile_replicate`` (untimed), then ``HarnessRunner.run_many``
-at the level's concurrency, sealing included (timed). Every request body the adapter
+(seed 101, durability ``fsync``) as the app runs them: ``prepare_replicate`` (the model
+the app builds, the specs it compiles: untimed), then ``run_attempts`` at the level's
+concurrency, sealing and the client's close included (timed). Every request body the adapter
 POSTs is recorded as it is sent (aiohttp's ``ClientSession.post`` is wrapped; the
 adapter's session is used unchanged). A bare client then replays those exact bytes,
 replicate by replicate, in the order they were sent, from ``c`` concurrent workers,
@@ -69,13 +69,11 @@ import aiohttp
 import httpx
 from hydra import compose, initialize_config_module
 
-from xaytune.app.main import resolve_config
-from xaytune.core.domain.benchmark import SuiteSource, record_assignment
+from xaytune.core.domain.benchmark import SuiteSource
+from xaytune.experiment.api import resolve_config
+from xaytune.experiment.model_adapters import build_model
 from xaytune.experiment.parts import experiment_toolbox
-from xaytune.experiment.replicate import build_model
-from xaytune.harness import HarnessRunner
-from xaytune.harness.evidence import HarnessEvidenceStore
-from xaytune.harness.replicate import compile_replicate
+from xaytune.experiment.replicate import prepare_replicate, run_attempts
 from xaytune.models import OpenAICompatibleModel
 from xaytune.models.llama_cpp_local import stop_shared_servers
 from xaytune.suites import build_suite
@@ -133,62 +131,53 @@ class Timed:
 # ------------------------------------------------------------------ recording
 @contextlib.contextmanager
 def recording(bodies: list[bytes]) -> Iterator[None]:
-    """Append the body of every POST any ``aiohttp.ClientSession`` sends to ``bodies``."""
-    post = aiohttp.ClientSession.post
+    """Append the body of every POST any ``aiohttp.ClientSession`` sends to ``bodies``
+    (the adapters send through ``ClientSession.request``)."""
+    request = aiohttp.ClientSession.request
 
-    def recorded(self: aiohttp.ClientSession, url: Any, **options: Any):
-        bodies.append(options["data"])
-        return post(self, url, **options)
+    def recorded(self: aiohttp.ClientSession, method: str, url: Any, **options: Any):
+        if method == "POST":
+            bodies.append(options["data"])
+        return request(self, method, url, **options)
 
-    aiohttp.ClientSession.post = recorded  # type: ignore[method-assign]
+    aiohttp.ClientSession.request = recorded  # type: ignore[method-assign]
     try:
         yield
     finally:
-        aiohttp.ClientSession.post = post  # type: ignore[method-assign]
+        aiohttp.ClientSession.request = request  # type: ignore[method-assign]
 
 
 # ------------------------------------------------------------------ the two clients
 def run_xaytune(
     cfg, source: SuiteSource, root: Path, endpoint: Endpoint, profiler=None
 ) -> tuple[Timed, list[Replicate]]:
-    """Each candidate's replicate as the app runs it; only ``run_many`` is timed."""
+    """Each candidate's replicate as the app runs it: ``prepare_replicate`` (the model
+    built, the specs compiled: untimed), then ``run_attempts`` timed (every task at the
+    config's concurrency, sealing included, and the client's close at its end)."""
     toolbox = experiment_toolbox(cfg)
-    suite = source.suite
     replicates, wall, cpu = [], 0.0, 0.0
     server_cpu = endpoint.server_cpu_s()
     endpoint.peak_in_flight()
     for label in sorted(cfg.candidates):
-        harness = cfg.candidates[label]
-        store = HarnessEvidenceStore(root / label, durability=cfg.durability)
-        assignment = record_assignment(suite, cfg.sampling.sample(len(suite.tasks)), seed=SEED)
-        model = build_model(cfg.model, seed=SEED)
-        tools = frozenset(harness.tool_names)
-        specs = compile_replicate(
-            harness,
-            suite=suite,
-            assignment=assignment,
-            store=store,
-            authorized_tools=tools,
-            model=model.identity,
-            prices=cfg.model.prices,
+        prepared = prepare_replicate(
+            cfg, label=label, seed=SEED, out=root, source=source, toolbox=toolbox
         )
-        runner = HarnessRunner(durability=cfg.durability)
         bodies: list[bytes] = []
         with recording(bodies):
             if profiler is not None:
                 profiler.enable()
-            runs, seconds, cpu_s = asyncio.run(
-                _run_many(runner, specs, model, toolbox, tools, cfg.concurrency)
-            )
+            started = (time.perf_counter(), time.process_time())
+            runs = run_attempts(prepared)
+            seconds, cpu_s = time.perf_counter() - started[0], time.process_time() - started[1]
             if profiler is not None:
                 profiler.disable()
         wall, cpu = wall + seconds, cpu + cpu_s
         attempts = [attempt for run in runs for attempt in run.attempts]
-        if len(attempts) != len(specs) or any(a.status != "complete" for a in attempts):
+        if len(attempts) != len(prepared.specs) or any(a.status != "complete" for a in attempts):
             raise SystemExit(f"{label}: not every task ran to a complete attempt")
         replicates.append(
             Replicate(
-                url=f"{model.base_url}/chat/completions",
+                url=f"{prepared.model.base_url}/chat/completions",
                 timeout_s=cfg.model.timeout_s,
                 bodies=bodies,
                 output_tokens=sum(a.spend.output_tokens for a in attempts),
@@ -205,24 +194,11 @@ def run_xaytune(
     return timed, replicates
 
 
-async def _run_many(runner, specs, model, toolbox, tools, concurrency: int):
-    """``run_many`` (timed: wall and this process's CPU), then the client closed as the
-    app closes it (untimed)."""
-    try:
-        started = (time.perf_counter(), time.process_time())
-        runs = await runner.run_many(
-            specs, model=model, toolbox=toolbox, authorized_tools=tools, concurrency=concurrency
-        )
-        return runs, time.perf_counter() - started[0], time.process_time() - started[1]
-    finally:
-        await model.aclose()  # a client's connection pool belongs to this event loop
-
-
 async def _replay(replicate: Replicate, concurrency: int) -> tuple[float, float, list[bytes]]:
     # The session the adapter makes: the same connection settings, nothing else.
     base = replicate.url.removesuffix("/chat/completions")
     adapter = OpenAICompatibleModel(base, "bare", timeout_s=replicate.timeout_s)
-    session = await adapter._session_for_this_loop()
+    session = await adapter._http._session_for_this_loop()  # the session the adapter uses
     replies: list[bytes] = [b""] * len(replicate.bodies)
     pending = iter(enumerate(replicate.bodies))
 

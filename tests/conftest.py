@@ -1,13 +1,67 @@
-"""Session-wide test settings: the evidence cache is off unless a test turns it on,
-and any cache a test uses lives in the session's temporary directory, never in the
-user's cache home (XDG_CACHE_HOME)."""
+"""Session-wide test settings, the test tiers, and the shared cache of run trees.
+
+The evidence cache is off unless a test turns it on, and any cache a test uses lives in
+the session's temporary directory, never in the user's cache home (XDG_CACHE_HOME).
+
+Tiers (markers given here, from where a test lives and what it uses, so a test file
+rarely names one; ``--strict-markers`` refuses any other):
+
+- ``unit``: a room's library tested in this process (every directory but app/, bfcl/,
+  and the top-level pages tests);
+- ``app``: the command line, the run tree, the docs and README commands;
+- ``slow``: whole experiments or processes (a test marked so, or using a fixture that
+  runs the CLI or reads a run tree it made), and the few unit tests that cost seconds
+  each (listed in tests/support/tiers.py);
+- ``browser``: needs chromium (a module driving it: dump_dom, screenshot, open_browser);
+- ``model``: needs the local model (the ``realmodel`` tests);
+- ``bfcl``: needs the BFCL data (tests/bfcl/);
+- ``fast``: everything that is none of slow, browser, model, bfcl: the tier a developer
+  runs on every change (``python -m pytest -m fast -n 2``). A fast test never spawns a
+  command-line entry point (a guard fails it): a CLI behaviour that needs a process
+  belongs to a slow test.
+
+A plain ``python -m pytest`` runs every tier.
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
 
+import pytest
+from tiers import OUTSIDE_FAST, no_cli_spawn, tiers
+from tree_cache import TreeCache, shared_directory
+
 
 def pytest_configure(config) -> None:
     os.environ["XAYTUNE_CACHE_MODE"] = "off"
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="xaytune-test-cache-")
+
+
+def pytest_collection_modifyitems(config, items: list[pytest.Item]) -> None:
+    """Give every test its tiers (see the module docstring)."""
+    for item in items:
+        for tier in tiers(item):
+            if item.get_closest_marker(tier) is None:
+                item.add_marker(tier)
+        if not any(item.get_closest_marker(tier) for tier in OUTSIDE_FAST):
+            item.add_marker("fast")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):  # type: ignore[no-untyped-def]
+    with no_cli_spawn(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
+    with no_cli_spawn(item):
+        return (yield)
+
+
+@pytest.fixture(scope="session")
+def tree_cache(tmp_path_factory: pytest.TempPathFactory) -> TreeCache:
+    """The session's run trees by command line, shared by the xdist workers
+    (``tree_cache.run("+experiment=quickstart")``); never change one: copy it."""
+    return TreeCache(shared_directory(tmp_path_factory.getbasetemp()))

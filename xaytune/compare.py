@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     if _wants_help(args):
         print(_help())
         return 0
+    from xaytune.app.overrides import comparison_overrides
     from xaytune.audit.recompare import recompare
     from xaytune.core.errors import XaytuneError
     from xaytune.experiment.reports import terminal_table
@@ -45,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: not-a-run: {tree}: not a directory", file=sys.stderr)
         return 2
     try:
-        directory, report = recompare(tree, args[1:])
+        # The command line's grammar is checked before the tree is read.
+        directory, report = recompare(tree, comparison_overrides(args[1:]))
     except XaytuneError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -1,117 +1,86 @@
 """Shared helpers for the app tests: run the CLI as a user would, find output trees.
 
-Every end-to-end test runs ``python -m xaytune ...`` in a subprocess with
-``cwd`` set to a temporary directory (outputs land in ``<cwd>/experiments``) and
-``PYTHONPATH`` pointing at the repository root, so the tests work whether the
-package is installed (editable or not) or only checked out.
+The command-line fixtures (``xaytune``, ``verify``, ``cli_compare``) run the entry
+point in this process by default (``entry_runs.call``: the argv, working directory,
+``sys.path`` and environment ``python -m`` would give it, all put back afterwards),
+which spares an interpreter start-up and the imports per run. A test whose behaviour
+only a process shows (a signal, the interpreter's own exit, what a fresh interpreter
+imports) uses ``xaytune_process`` or ``process=True``. Outputs land in
+``<cwd>/experiments``, whichever way the CLI ran.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from entry_runs import REPO_ROOT, Result, call, cli_env, spawn
+from tree_cache import CachedRun, TreeCache
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    existing = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + existing if existing else "")
-    # Hydra's full tracebacks would defeat the one-line error checks.
-    env.pop("HYDRA_FULL_ERROR", None)
-    # Wide enough that the rich table never wraps the words the tests look for.
-    env["COLUMNS"] = "160"
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env
-
-
-@dataclass(frozen=True)
-class Result:
-    """A finished CLI run."""
-
-    args: tuple[str, ...]
-    cwd: Path
-    returncode: int
-    stdout: str
-    stderr: str
-
-    def describe(self) -> str:
-        return (
-            f"python {' '.join(self.args)} (cwd {self.cwd}) -> {self.returncode}\n"
-            f"--- stdout ---\n{self.stdout}\n--- stderr ---\n{self.stderr}"
-        )
-
+__all__ = ["REPO_ROOT", "Result", "run_module"]
 
 Runner = Callable[..., Result]
 
 
 def run_module(args: Sequence[str], cwd: Path, *, timeout: float = 240) -> Result:
-    """``python -m <args>`` in ``cwd``; returns the exit code and both streams."""
-    full = ("-m", *args)
-    done = subprocess.run(
-        [sys.executable, *full],
-        cwd=cwd,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    return Result(full, cwd, done.returncode, done.stdout, done.stderr)
+    """``python -m <args>`` in ``cwd``, in a subprocess; returns the exit code and both
+    streams."""
+    module, *rest = args
+    return spawn(module, rest, cwd, timeout=timeout)
 
 
-@pytest.fixture(scope="session")
-def cli_env() -> dict[str, str]:
+@pytest.fixture(scope="session", name="cli_env")
+def cli_env_fixture() -> dict[str, str]:
     """The environment every CLI subprocess gets (for Popen-based tests)."""
-    return _env()
+    return cli_env()
 
 
 @pytest.fixture(scope="session")
 def xaytune() -> Runner:
-    """``xaytune(cwd, *overrides)`` runs ``python -m xaytune *overrides`` in ``cwd``."""
+    """``xaytune(cwd, *overrides)`` runs ``python -m xaytune *overrides`` in ``cwd``, in
+    this process; ``process=True`` spawns it instead."""
+
+    def run(cwd: Path, *overrides: str, timeout: float = 240, process: bool = False) -> Result:
+        if process:
+            return spawn("xaytune", overrides, cwd, timeout=timeout)
+        return call("xaytune", overrides, cwd)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def xaytune_process() -> Runner:
+    """``xaytune_process(cwd, *overrides)``: ``python -m xaytune`` in a subprocess."""
 
     def run(cwd: Path, *overrides: str, timeout: float = 240) -> Result:
-        return run_module(["xaytune", *overrides], cwd, timeout=timeout)
+        return spawn("xaytune", overrides, cwd, timeout=timeout)
 
     return run
 
 
 @pytest.fixture(scope="session")
 def verify() -> Callable[..., Result]:
-    """``verify(tree)`` runs ``python -m xaytune.verify <tree>`` in a subprocess;
-    ``verify(tree, in_process=True)`` calls the same ``main`` here (no interpreter
-    start-up: for the many tamper cases)."""
+    """``verify(tree)`` runs ``python -m xaytune.verify <tree>`` (in this process;
+    ``process=True`` spawns it)."""
 
-    def run(tree: Path, *, in_process: bool = False) -> Result:
-        if not in_process:
-            return run_module(["xaytune.verify", str(tree)], tree.parent)
-        from xaytune.verify import main
-
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main([str(tree)])
-        args = ("xaytune.verify (in process)", str(tree))
-        return Result(args, tree.parent, code, out.getvalue(), err.getvalue())
+    def run(tree: Path, *, in_process: bool = True, process: bool = False) -> Result:
+        if process or not in_process:
+            return spawn("xaytune.verify", [str(tree)], tree.parent)
+        return call("xaytune.verify", [str(tree)], tree.parent)
 
     return run
 
 
 @pytest.fixture(scope="session")
 def cli_compare() -> Callable[..., Result]:
-    """``cli_compare(tree, *overrides)`` runs ``python -m xaytune.compare`` on ``tree``."""
+    """``cli_compare(tree, *overrides)`` runs ``python -m xaytune.compare`` on ``tree``
+    (in this process)."""
 
     def run(tree: Path, *overrides: str) -> Result:
-        return run_module(["xaytune.compare", str(tree), *overrides], tree.parent)
+        return call("xaytune.compare", [str(tree), *overrides], tree.parent)
 
     return run
 
@@ -177,35 +146,20 @@ def output_dir() -> Callable[[Path, str], Path]:
     return only_output_dir
 
 
-@dataclass(frozen=True)
-class QuickstartRun:
-    result: Result
-    out: Path  # experiments/quickstart/<timestamp>
-
-    def manifest(self) -> dict:
-        return json.loads((self.out / "manifest.json").read_text())
-
-    def report(self) -> dict:
-        return json.loads((self.out / "comparison" / "report.json").read_text())
+QuickstartRun = CachedRun  # the name the tests use
 
 
 @pytest.fixture(scope="session")
-def quickstart(tmp_path_factory: pytest.TempPathFactory, xaytune: Runner) -> QuickstartRun:
-    """The real quickstart, unchanged (only progress bars off), run once per session.
+def quickstart(tree_cache: TreeCache) -> CachedRun:
+    """The real quickstart, unchanged (only progress bars off), run once per session
+    (shared by the xdist workers: ``tree_cache``).
 
     Tests must not modify this tree; copy it first (see ``quickstart_copy``).
     """
-    cwd = tmp_path_factory.mktemp("quickstart")
-    result = xaytune(cwd, "+experiment=quickstart", "progress=false")
-    assert result.returncode == 0, result.describe()
-    return QuickstartRun(result, only_output_dir(cwd, "quickstart"))
+    return tree_cache.run("+experiment=quickstart")
 
 
 @pytest.fixture
-def quickstart_copy(quickstart: QuickstartRun, tmp_path: Path) -> Path:
+def quickstart_copy(quickstart: CachedRun, tmp_path: Path) -> Path:
     """A private copy of the quickstart tree (safe to tamper with)."""
-    import shutil
-
-    copy = tmp_path / quickstart.out.name
-    shutil.copytree(quickstart.out, copy, symlinks=True)
-    return copy
+    return quickstart.copy_to(tmp_path)

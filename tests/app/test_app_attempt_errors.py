@@ -350,12 +350,12 @@ def test_comparing_again_at_a_looser_bound_records_its_own_decision(
     """The bound is a comparison setting: ``python -m xaytune.compare`` at 1.0 compares
     mental (share 1.0 does not exceed 1.0) in its own directory, with its own errors
     record; the run's comparison still withholds it; both verify."""
-    from xaytune.audit.recompare import recompare
+    from xaytune.audit.recompare import ComparisonOverride, recompare
 
     tree = tmp_path / "run"
     model = ["model=openai_compatible", f"model.base_url={endpoint.url}", "model.name=m"]
     assert _run(tree, *model, "model.max_retries=0", seeds="[1]") == 2
-    directory, _ = recompare(tree, ["comparison.max_model_error_share=1.0"])
+    directory, _ = recompare(tree, [ComparisonOverride("comparison.max_model_error_share", 1.0)])
     capsys.readouterr()
     again = json.loads((directory / ERRORS_FILE).read_bytes())
     assert again["bound"] == 1.0 and again["not_compared"] == {}
@@ -370,11 +370,11 @@ def test_a_crash_names_the_part_it_came_from() -> None:
     """The runner records ``environment`` when the exception passed through the
     environment's code, else ``loop`` (the crashing-loop run above shows ``loop``)."""
     from xaytune.harness import environment
-    from xaytune.harness.runner import _crash_part
+    from xaytune.harness.attempt_run import crash_part
 
     with pytest.raises(ValueError) as through_environment:
         environment._check("{not json", "x")
-    assert _crash_part(through_environment.value) == "environment"
+    assert crash_part(through_environment.value) == "environment"
     with pytest.raises(ZeroDivisionError) as elsewhere:
         _ = 1 / 0
-    assert _crash_part(elsewhere.value) == "loop"
+    assert crash_part(elsewhere.value) == "loop"

@@ -15,7 +15,7 @@ from journal_edits import forget_seal
 from xaytune.core.canonical import canonical_bytes
 from xaytune.experiment.config import validate_config
 from xaytune.experiment.parts import resolve_candidates
-from xaytune.experiment.replicate import load_source
+from xaytune.experiment.source import load_source
 from xaytune.experiment.tree.gather import write_comparison
 from xaytune.experiment.tree.manifest import write_manifest
 

@@ -195,6 +195,7 @@ def test_a_reused_replicate_makes_no_model_call(tmp_path, quickstart, monkeypatc
     from xaytune.experiment import replicate as experiment
     from xaytune.experiment.config import CacheConfig, validate_config
     from xaytune.experiment.parts import experiment_toolbox, resolve_candidates
+    from xaytune.experiment.source import load_source
     from xaytune.experiment.tree.intent import intent_of, write_intent
     from xaytune.experiment.tree.manifest import what_is_run
 
@@ -217,7 +218,7 @@ def test_a_reused_replicate_makes_no_model_call(tmp_path, quickstart, monkeypatc
         return model
 
     monkeypatch.setattr(experiment, "build_model", counting)
-    source = experiment.load_source(cfg)
+    source = load_source(cfg)
     made = []
     for name in ("first", "second"):
         out = tmp_path / name

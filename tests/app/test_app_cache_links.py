@@ -13,8 +13,11 @@ from xaytune.core.domain.benchmark import record_assignment
 from xaytune.core.errors import XaytuneError
 from xaytune.experiment import replicate as experiment
 from xaytune.experiment.config import CacheConfig, validate_config
+from xaytune.experiment.model_adapters import build_model
 from xaytune.experiment.parts import experiment_toolbox, resolve_candidates
+from xaytune.experiment.source import load_source
 from xaytune.experiment.tree import cache, cache_evaluations
+from xaytune.experiment.tree.files import REPLICATE_FILE
 from xaytune.experiment.tree.intent import intent_of, write_intent
 from xaytune.experiment.tree.manifest import what_is_run
 from xaytune.harness.evidence import assemble_evidence
@@ -36,7 +39,7 @@ def _config(quickstart, cache_dir: Path):
 
 
 def _replicate(cfg, plain, out: Path):
-    source = experiment.load_source(cfg)
+    source = load_source(cfg)
     out.mkdir()
     intent = write_intent(out, intent_of(cfg, what_is_run(plain), source), resume=False)
     return experiment.run_replicate(
@@ -113,13 +116,13 @@ def test_an_edited_cache_entry_is_refused_with_its_reason(tmp_path, quickstart):
     os.unlink(edited)  # a new file in its place: the first tree keeps its own bytes
     edited.write_bytes(bytes(data))
     # The verification a reuse makes, step by step: refused with its reason word.
-    source = experiment.load_source(cfg)
+    source = load_source(cfg)
     harness = cfg.candidates["a"]
     out = tmp_path / "second"
     store = HarnessEvidenceStore(out / "evidence", durability=cfg.durability)
     sampling = cfg.sampling.sample(len(source.suite.tasks))
     assignment = record_assignment(source.suite, sampling, seed=SEED)
-    model = experiment.build_model(cfg.model, seed=SEED)
+    model = build_model(cfg.model, seed=SEED)
     specs = compile_replicate(
         harness, suite=source.suite, assignment=assignment, store=store,
         authorized_tools=frozenset(harness.tool_names), model=model.identity,
@@ -154,7 +157,7 @@ def test_a_cached_evaluation_is_byte_identical_to_a_fresh_one(tmp_path, quicksta
         )
     assert {p.name for p in stored.iterdir()} == {"restricted", "released", "record.json"}
     # The replicate record (run values, observations) is the one a fresh evaluation gave.
-    record = experiment.REPLICATE_FILE
+    record = REPLICATE_FILE
     first = (tmp_path / "first" / REPLICATE / record).read_bytes()
     assert (tmp_path / "second" / REPLICATE / record).read_bytes() == first
 

@@ -12,7 +12,8 @@ from xaytune.app.main import resolve_config
 from xaytune.core.errors import ConfigError
 from xaytune.evaluation.harness import EvaluationSpec, EvaluatorSpec, bind_evaluation
 from xaytune.experiment.config import ExperimentConfig, validate_config
-from xaytune.experiment.replicate import _evaluator, load_source
+from xaytune.experiment.evaluators import configured_evaluator
+from xaytune.experiment.source import load_source
 
 CONF = Path(__file__).resolve().parents[2] / "xaytune" / "conf"
 
@@ -23,7 +24,7 @@ def _compose(*overrides: str):
 
 
 def _evaluator_fingerprint(cfg: ExperimentConfig, label: str = "outcome") -> str:
-    evaluator, grant = _evaluator(cfg, load_source(cfg), label)
+    evaluator, grant = configured_evaluator(cfg, load_source(cfg), label)
     config = cfg.evaluators[label]
     spec = EvaluationSpec(
         evaluator=EvaluatorSpec(name=config.name, config=config.config),

@@ -25,7 +25,8 @@ from hydra import compose, initialize_config_module
 from xaytune.app.main import resolve_config
 from xaytune.core.harness_comparison import ComparisonSpec, ObjectiveMetric, compare
 from xaytune.experiment.parts import experiment_toolbox
-from xaytune.experiment.replicate import load_source, run_replicate
+from xaytune.experiment.replicate import run_replicate
+from xaytune.experiment.source import load_source
 from xaytune.experiment.tree.gather import gather_candidates
 from xaytune.harness.evidence.attempt_file import AttemptParts
 

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 from conftest import run_module
+from entry_runs import call
 from rich.console import Console
 
 from xaytune.app.main import resume_command
@@ -75,7 +76,7 @@ def test_the_default_output_root_unusable_from_the_working_directory_is_one_line
         cwd = tmp_path
         (tmp_path / "experiments").write_text("a file\n")
         named = f"{tmp_path}/experiments"
-    result = run_module(["xaytune", "+experiment=quickstart", "progress=false"], cwd)
+    result = call("xaytune", ["+experiment=quickstart", "progress=false"], cwd)
     assert result.returncode == 2, result.describe()
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("error: bad-output: "), line
@@ -161,6 +162,7 @@ ENTRY_POINTS = [
 ]
 
 
+@pytest.mark.slow  # the smoke test of each entry point, in a process of its own
 @pytest.mark.parametrize("module", ENTRY_POINTS)
 def test_every_entry_point_help_exits_0_on_stdout(tmp_path, module):
     result = run_module([module, "--help"], tmp_path)

@@ -57,7 +57,7 @@ with open(record, "w") as out:
 _CHECK_CONFIG = """
 import json, sys
 from hydra import compose, initialize_config_module
-from xaytune.app.cli import register_resolvers
+from xaytune.app.composition import register_resolvers
 from xaytune.app.main import resolve_config
 from xaytune.experiment.parts import preflight
 

@@ -181,11 +181,11 @@ def test_a_seed_list_that_does_not_extend_the_tree_is_refused(tmp_path, seeds, e
 
 
 def test_comparing_again_is_a_look_of_its_own(tmp_path, verify):
-    from xaytune.audit.recompare import recompare
+    from xaytune.audit.recompare import ComparisonOverride, recompare
 
     out = tmp_path / "run"
     _run(out, [101, 102, 103])
-    directory, report = recompare(out, ["comparison.k=3"])
+    directory, report = recompare(out, [ComparisonOverride("comparison.k", 3)])
     looks = read_looks(out)
     assert [look["reason"] for look in looks] == ["run", "recompare"]
     assert looks[1]["directory"] == directory.name

@@ -11,7 +11,7 @@ from xaytune.core.canonical import canonical_bytes
 from xaytune.core.harness_comparison import ComparisonSpec, ObjectiveMetric, compare
 from xaytune.experiment.config import validate_config
 from xaytune.experiment.parts import resolve_candidates
-from xaytune.experiment.replicate import load_source
+from xaytune.experiment.source import load_source
 from xaytune.experiment.tree.gather import gather_candidates
 
 pytestmark = pytest.mark.slow

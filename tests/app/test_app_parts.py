@@ -9,12 +9,11 @@ which logs every call: a refused config must leave the log empty.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from entry_runs import Result, call
 
 pytestmark = pytest.mark.slow
 
@@ -142,12 +141,10 @@ def test_a_bad_part_is_one_line_before_any_model_call(
     assert not runs.exists() or list(runs.iterdir()) == []  # no run directory left behind
 
 
-def verify_from(project: Path, tree: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """``python -m xaytune.verify <tree>`` run from the user's project directory."""
-    command = [sys.executable, "-m", "xaytune.verify", str(tree)]
-    return subprocess.run(
-        command, cwd=project, env=env, capture_output=True, text=True, check=False
-    )
+def verify_from(project: Path, tree: Path, env: dict[str, str]) -> Result:
+    """``python -m xaytune.verify <tree>`` run from the user's project directory (in this
+    process, with the project first on ``sys.path`` as ``python -m`` puts it)."""
+    return call("xaytune.verify", [str(tree)], project, env=env)
 
 
 def test_user_parts_run_are_pinned_and_a_code_change_is_refused_on_resume(

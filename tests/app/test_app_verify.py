@@ -280,7 +280,7 @@ def _redigest(tree):
 def _recompare(tree):
     """Rewrite the comparison from the replicate records as the app does."""
     from xaytune.experiment.config import validate_config
-    from xaytune.experiment.replicate import load_source
+    from xaytune.experiment.source import load_source
     from xaytune.experiment.tree.gather import write_comparison
 
     cfg = validate_config(json.loads((tree / "manifest.json").read_bytes())["config"])

@@ -14,13 +14,11 @@ import collections
 import contextlib
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from entry_runs import call
 
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
@@ -396,15 +394,7 @@ def test_the_command_refuses_a_leak_in_one_line(quickstart_copy, tmp_path) -> No
     task, reference = _unique_reference(range(6, 20))
     _edit_json(quickstart_copy / "manifest.json", lambda m: m.update(note=reference))
     out = tmp_path / "out"
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    done = subprocess.run(
-        [sys.executable, "-m", "xaytune.share", str(quickstart_copy), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=120,
-    )
+    done = call("xaytune.share", [str(quickstart_copy), "--out", str(out)], tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
         f"error: reference-leak: manifest.json holds the reference of task {task}; "

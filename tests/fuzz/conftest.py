@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,21 +29,14 @@ settings.register_profile(
 )
 
 # After the profiles: the helpers pick theirs when imported.
-from _fuzz_support import RawServer, cli_env  # noqa: E402
+from _fuzz_support import RawServer  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def quickstart_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small real quickstart tree (2 tasks a seed), written once; copy it to change it."""
-    cwd = tmp_path_factory.mktemp("fuzz-quickstart")
-    done = subprocess.run(
-        [sys.executable, "-m", "xaytune", "+experiment=quickstart", "progress=false",
-         "sampling.count=1"],
-        cwd=cwd, env=cli_env(), capture_output=True, text=True, timeout=240, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    (tree,) = (cwd / "experiments" / "quickstart").iterdir()
-    return tree
+def quickstart_tree(tree_cache) -> Path:
+    """A small real quickstart tree (2 tasks a seed), written once a session (shared by
+    the xdist workers); copy it to change it."""
+    return tree_cache.run("+experiment=quickstart", "sampling.count=1").out
 
 
 @pytest.fixture(scope="session")

@@ -39,20 +39,25 @@ def test_every_assigned_task_is_attested_in_assignment_order(verified_run):
 
 
 def test_assemble_calls_the_one_verification(verified_run, monkeypatch):
+    # Both public doors go through the one verification (``_verify``); assembly tells
+    # it, by argument (no hidden state), that it has just rebuilt these very objects.
     calls = []
-    original = evidence_module.verify_run_evidence
+    original = evidence_module._verify
 
-    def spy(evidence, suite, source, store):
-        calls.append((evidence, suite, source, store))
-        return original(evidence, suite, source, store)
+    def spy(evidence, suite, source, store, *, just_rebuilt):
+        calls.append((evidence, suite, source, store, just_rebuilt))
+        return original(evidence, suite, source, store, just_rebuilt=just_rebuilt)
 
-    monkeypatch.setattr(evidence_module, "verify_run_evidence", spy)
+    monkeypatch.setattr(evidence_module, "_verify", spy)
     evidence = verified_run.assemble()
     assert len(calls) == 1
-    verified, suite, source, store = calls[0]
-    assert verified is evidence
+    verified, suite, source, store, just_rebuilt = calls[0]
+    assert verified is evidence and just_rebuilt is True
     assert suite == verified_run.suite and source is verified_run.source
     assert store is verified_run.store
+    # A verification of its own rebuilds everything, even of the object just assembled.
+    evidence_module.verify_run_evidence(evidence, suite, source, store)
+    assert [call[4] for call in calls] == [True, False]
 
 
 def test_assemble_refuses_what_verification_refuses(verified_run):

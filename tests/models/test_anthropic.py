@@ -322,7 +322,7 @@ def test_the_config_builds_the_adapter_with_its_keys(monkeypatch):
     from omegaconf import OmegaConf
 
     from xaytune.experiment.config import AnthropicModelConfig
-    from xaytune.experiment.replicate import build_model
+    from xaytune.experiment.model_adapters import build_model
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-config")
     conf = Path(__file__).parents[2] / "xaytune" / "conf" / "model" / "anthropic.yaml"

@@ -10,7 +10,7 @@ import pytest
 
 from xaytune.core.errors import PluginError
 from xaytune.experiment.config import TargetModelConfig
-from xaytune.experiment.parts import build_target_model, model_adapter_identity
+from xaytune.experiment.model_adapters import build_target_model, model_adapter_identity
 from xaytune.models import Message, ModelError, ModelRequest
 from xaytune.models.scripted import ScriptedModel
 from xaytune.plugins import lookup

@@ -293,3 +293,57 @@ def test_the_calculator_identity_covers_its_arithmetic_module() -> None:
     assert (
         identity.source_sha256 == "sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
     )
+
+
+# -- built-ins register through the same decorators (issue 28) --------------------------
+
+
+def test_a_builtin_name_is_taken_only_by_the_builtin_itself() -> None:
+    from xaytune.harness import loops
+
+    # Same function name and code as the built-in, but defined here: not the built-in.
+    impostor = types.FunctionType(loops.tool_loop.__code__, globals(), "tool_loop")
+    with pytest.raises(PluginError) as caught:
+        register("loop", "tool-loop", impostor)
+    assert caught.value.reason == "duplicate-part"
+    assert lookup("loop", "tool-loop", where="k") == ("tool-loop", loops.tool_loop)
+    assert loops.tool_loop.__xaytune_part__ == ("loop", "tool-loop")
+
+
+def test_a_builtin_module_imported_again_registers_its_new_object() -> None:
+    """A re-imported built-in (``importlib.reload``, a test that pops modules) gives new
+    objects: the index names the module, so the new object takes the name."""
+    from xaytune.evaluation.scorers import includes
+
+    again = types.FunctionType(includes.__code__, includes.__globals__, "includes")
+    assert again.__module__ == "xaytune.evaluation.scorers._includes"
+    try:
+        assert register("scorer", "includes", again) is again
+        assert lookup("scorer", "includes", where="k")[1] is again
+    finally:
+        register("scorer", "includes", includes)
+    assert lookup("scorer", "includes", where="k")[1] is includes
+
+
+def test_every_config_model_kind_is_a_builtin_model_name() -> None:
+    """R6 builds the configured model by ``lookup("model", kind)``; the HTTP adapters'
+    modules are imported only when their name is looked up."""
+    from typing import get_args
+
+    from xaytune.experiment.config import ModelConfig
+
+    kinds = set()
+    for member in get_args(get_args(ModelConfig)[0]):  # Annotated[Union[Annotated[...]]]
+        field = get_args(member)[0].model_fields.get("kind")
+        if field is not None:  # the _target_ config has no kind
+            kinds.update(get_args(field.annotation))
+    assert kinds == {"simulated", "openai_compatible", "anthropic", "llama_cpp_local"}
+    assert kinds <= set(BUILTINS["model"])
+    probe = (
+        "import sys\nfrom xaytune.plugins import lookup\n"
+        "lookup('model', 'simulated', where='k')\nprint('aiohttp' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert done.stdout.strip() == "False"

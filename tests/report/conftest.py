@@ -1,42 +1,27 @@
-"""The quickstart, run once for the report and viewer tests, as a user runs it."""
+"""The quickstart, run once for the report and viewer tests, as a user runs it; the
+entry points run in this process (``entry_runs.call``), as the app tests run them."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from entry_runs import REPO_ROOT, Result, call
+from tree_cache import TreeCache
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+__all__ = ["REPO_ROOT", "run_module"]
 
 
-def run_module(args: list[str], cwd: Path, *, timeout: float = 240):
-    """``python -m <args>`` in ``cwd`` with the repository importable."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO_ROOT) + (
-        os.pathsep + env["PYTHONPATH"] if "PYTHONPATH" in env else ""
-    )
-    env.pop("HYDRA_FULL_ERROR", None)
-    return subprocess.run(
-        [sys.executable, "-m", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+def run_module(args: Sequence[str], cwd: Path, *, timeout: float = 240) -> Result:
+    """``python -m <args>`` in ``cwd``, run in this process (the exit code and both
+    streams, as a subprocess would give them; ``timeout`` is pytest-timeout's here)."""
+    module, *rest = args
+    return call(module, rest, cwd)
 
 
 @pytest.fixture(scope="session")
-def quickstart_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The quickstart's output tree (progress bars off). Never modify it: copy it."""
-    cwd = tmp_path_factory.mktemp("report-quickstart")
-    out = cwd / "run"
-    done = run_module(
-        ["xaytune", "+experiment=quickstart", "progress=false", f"hydra.run.dir={out}"], cwd
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return out
+def quickstart_tree(tree_cache: TreeCache) -> Path:
+    """The quickstart's output tree (progress bars off), the session's shared one (the
+    app tests' ``quickstart``). Never modify it: copy it."""
+    return tree_cache.run("+experiment=quickstart").out

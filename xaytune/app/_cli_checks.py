@@ -7,10 +7,12 @@ disk, not from Hydra's English text.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+from typing import NoReturn
 
-__all__ = ["check_flags", "check_output_argument", "config_groups", "group_hint"]
+__all__ = ["check_arguments", "check_output_argument", "config_groups", "group_hint"]
 
 
 def config_groups(argv: list[str]) -> set[str]:
@@ -101,12 +103,17 @@ def check_output_argument(argv: list[str]) -> None:
 _FLAG_HINTS = {"limit": "sampling.count", "model": "model", "seed": "seed", "seeds": "seeds"}
 
 
-def check_flags(argv: list[str]) -> None:
-    """Refuse an option Hydra does not know (``--limit 5``) with one line naming it and
-    the override that does it, instead of Hydra's usage text (exit 2)."""
+def check_arguments(argv: list[str]) -> argparse.Namespace:
+    """``argv`` as Hydra's own parser reads it (what ``@hydra.main`` will see); what it
+    refuses is one ``bad-override`` line (exit 2) instead of its usage text: an option
+    Hydra does not know (``--limit 5``: named, with the override that does it), an
+    override placed after an option's value with options between it and the other
+    overrides, a value an option does not take (``--cfg jobs``)."""
     from hydra._internal.utils import get_args_parser  # Hydra's own parser, not a copy
 
-    _, unknown = get_args_parser().parse_known_args(argv)
+    parser = get_args_parser()
+    parser.error = _refuse  # type: ignore[method-assign]  # argparse refuses through error()
+    args, unknown = parser.parse_known_args(argv)
     for i, arg in enumerate(unknown):
         if not arg.startswith("-"):
             continue
@@ -120,5 +127,15 @@ def check_flags(argv: list[str]) -> None:
             if key is not None
             else "settings are Hydra overrides (key=value); `python -m xaytune --help` lists them"
         )
-        print(f"error: bad-override: unknown option {arg}: {hint}", file=sys.stderr)
-        sys.exit(2)
+        _refuse(f"unknown option {arg}: {hint}")
+    if unknown:  # overrides argparse could not take: an option stands among them
+        _refuse(
+            f"{' '.join(unknown)}: give every override together, before or after the "
+            "options (python -m xaytune [options] key=value ...)"
+        )
+    return args
+
+
+def _refuse(message: str) -> NoReturn:
+    print(f"error: bad-override: {' '.join(message.split())}", file=sys.stderr)
+    sys.exit(2)

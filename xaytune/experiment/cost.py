@@ -24,6 +24,7 @@ from fractions import Fraction
 
 from xaytune.core.errors import ConfigError
 from xaytune.experiment.config import ExperimentConfig
+from xaytune.experiment.source import load_source
 
 __all__ = [
     "CostEstimate",
@@ -122,8 +123,6 @@ def check_max_cost(cfg: ExperimentConfig, estimate: CostEstimate) -> None:
 
 def dry_run(cfg: ExperimentConfig) -> None:
     """Print :func:`dry_run_lines` for ``cfg`` (its suite opened, digests verified)."""
-    from xaytune.experiment.replicate import load_source
-
     for line in dry_run_lines(cfg, len(load_source(cfg).suite.tasks)):
         print(line)
 

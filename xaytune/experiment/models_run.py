@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from xaytune.core.canonical import canonical_bytes
 from xaytune.experiment.config import ExperimentConfig
 from xaytune.experiment.tree.gather import COMPARISON_DIR, RELEASED_REPORT, comparison_dirs
-from xaytune.harness.evidence.store import atomic_write
 
 __all__ = [
     "MODELS_DIR",
@@ -30,14 +28,11 @@ __all__ = [
     "models_summary_files",
     "print_models",
     "row_words",
-    "run_models",
 ]
 
 MODELS_DIR = "models"
 MODELS_FILES = ("models.json", "models.md")
 MODELS_SCHEMA = "xaytune.models-summary/v1"
-
-SubRun = tuple[ExperimentConfig, dict[str, Any]]
 
 CHANCE_NOTE = (
     "By chance alone: if under every model both candidates were the same harness, how "
@@ -47,32 +42,6 @@ CHANCE_NOTE = (
     "(normal theory with a positive min_effect). A count no higher than that is what "
     "chance gives."
 )
-
-
-def run_models(
-    cfg: ExperimentConfig,
-    subs: dict[str, SubRun],
-    out: Path,
-    run_job: Callable[[ExperimentConfig, dict[str, Any], Path], int],
-) -> int:
-    """Run each model's experiment in ``out/models/<label>/`` (resuming the ones a
-    resumed tree holds), then write the summary; the worst gate code."""
-    codes = []
-    for label, (sub_cfg, sub_plain) in subs.items():
-        sub_out = out / MODELS_DIR / label
-        sub_out.mkdir(parents=True, exist_ok=True)
-        started = (sub_out / "manifest.json").exists()
-        if not started:
-            sub_cfg = sub_cfg.model_copy(update={"resume": None})
-        print(f"model {label}:")
-        codes.append(run_job(sub_cfg, sub_plain, sub_out))
-    files = models_summary_files(cfg, out)
-    directory = out / COMPARISON_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, data in files.items():
-        atomic_write(directory / name, data)
-    print_models(json.loads(files["models.json"]))
-    return max(codes)
 
 
 def print_models(data: dict[str, Any], *, console=None) -> None:

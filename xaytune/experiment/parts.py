@@ -9,10 +9,7 @@ suite opens and holds the sample, the dollar budgets hold (:mod:`xaytune.experim
 the model adapter builds, every evaluator binds (its scorer resolves). A refusal is
 one line naming the config key; nothing has been written yet.
 
-Model adapters: ``model: {_target_: my_pkg.MyModel, param: value}`` names a class
-implementing :class:`xaytune.models.Model`; it is built with the params (checked
-against its ``__init__``), plus ``seed=<replicate seed>`` when its ``__init__`` takes a
-``seed`` the config does not set.
+The model is built through the plugin registry (:mod:`xaytune.experiment.model_adapters`).
 """
 
 from __future__ import annotations
@@ -21,25 +18,22 @@ import asyncio
 import inspect
 from typing import Any
 
-from xaytune.core.errors import PluginError, XaytuneError
-from xaytune.experiment.config import ExperimentConfig, TargetModelConfig
+from xaytune.core.domain.benchmark import record_assignment
+from xaytune.core.errors import XaytuneError
+from xaytune.evaluation.harness import bind_evaluation
+from xaytune.experiment.config import ExperimentConfig
+from xaytune.experiment.cost import check_cost_config
+from xaytune.experiment.evaluators import configured_evaluation
+from xaytune.experiment.model_adapters import adapter_identity, build_model, model_adapter_identity
+from xaytune.experiment.objectives import check_objectives
+from xaytune.experiment.source import load_source
 from xaytune.harness import Toolbox
 from xaytune.harness.parts import resolve_harness, shared_toolbox
-from xaytune.models import Model, ModelIdentity
-from xaytune.plugins import (
-    CodeIdentity,
-    check_params,
-    code_identity,
-    import_target,
-    lookup,
-    parameters_model,
-)
+from xaytune.plugins import CodeIdentity, code_identity, import_target
 
 __all__ = [
-    "build_target_model",
     "experiment_parts",
     "experiment_toolbox",
-    "model_adapter_identity",
     "part_change",
     "preflight",
     "resolve_candidates",
@@ -65,34 +59,6 @@ def experiment_toolbox(cfg: ExperimentConfig) -> Toolbox:
         resolve_harness(harness, where=f"candidates.{label}")
         for label, harness in cfg.candidates.items()
     )
-
-
-def build_target_model(config: TargetModelConfig, *, seed: int) -> Model:
-    """The user's model adapter named by ``model._target_``, built and checked."""
-    where = "model._target_"
-    _, target = lookup("model", config.target, where=where)
-    if not inspect.isclass(target) and not inspect.isfunction(target):
-        raise PluginError("bad-part", f"{where}: {config.target} is not a class or factory")
-    params = dict(config.params)
-    model = parameters_model(target, skip=0, where=where)
-    if "seed" in model.model_fields and "seed" not in params:
-        params["seed"] = seed
-    checked = check_params(model, params, where=where)
-    try:
-        built = target(**checked)
-    except Exception as error:
-        raise PluginError(
-            "bad-part", f"{where}: {config.target}(...) raised {type(error).__name__}: {error}"
-        ) from None
-    identity = getattr(built, "identity", None)
-    complete = getattr(built, "complete", None)
-    if not isinstance(identity, ModelIdentity) or not inspect.iscoroutinefunction(complete):
-        raise PluginError(
-            "bad-part",
-            f"{where}: {config.target} is not a model adapter (an `identity` property giving "
-            "a ModelIdentity and an `async def complete(request)`)",
-        )
-    return built
 
 
 def part_change(recorded: CodeIdentity) -> str | None:
@@ -130,52 +96,12 @@ def experiment_parts(cfg: ExperimentConfig) -> dict[str, Any]:
             where = f"evaluators.{label}.config.spec.scorer"
             scorer = resolve_scorer(config.spec.scorer, config.spec.match, where=where)
             scorers[label] = scorer.code.model_dump(mode="json")
-    adapter = _adapter_code(cfg)
-    declared = getattr(adapter, "__xaytune_part__", None)
-    name = declared[1] if isinstance(declared, tuple) else getattr(adapter, "__name__", "model")
-    identity = code_identity("model", name, adapter, where="model")
+    identity = adapter_identity(cfg.model)
     return {"scorers": scorers, "model_adapter": identity.model_dump(mode="json")}
-
-
-def _adapter_code(cfg: ExperimentConfig) -> object:
-    """The class (or factory function) that builds the configured model."""
-    from xaytune.experiment.config import LlamaCppLocalModelConfig, SimulatedModelConfig
-    from xaytune.models import SimulatedModel
-
-    config = cfg.model
-    if isinstance(config, TargetModelConfig):
-        _, target = lookup("model", config.target, where="model._target_")
-        return target
-    if isinstance(config, SimulatedModelConfig):
-        return SimulatedModel
-    if isinstance(config, LlamaCppLocalModelConfig):
-        from xaytune.models.llama_cpp_local import LlamaCppLocalModel
-
-        return LlamaCppLocalModel
-    if getattr(config, "kind", None) == "anthropic":
-        from xaytune.models import AnthropicModel  # aiohttp: only for an HTTP model
-
-        return AnthropicModel
-    from xaytune.models import OpenAICompatibleModel  # aiohttp: only for an HTTP model
-
-    return OpenAICompatibleModel
-
-
-def model_adapter_identity(model: Model) -> CodeIdentity:
-    """The code identity of the adapter class behind ``model`` (a C4 facet)."""
-    declared = getattr(type(model), "__xaytune_part__", None)
-    name = declared[1] if isinstance(declared, tuple) else type(model).__name__
-    return code_identity("model", name, model, where="model")
 
 
 def preflight(cfg: ExperimentConfig) -> None:
     """Check everything knowable from ``cfg`` before any model call (see module doc)."""
-    from xaytune.core.domain.benchmark import record_assignment
-    from xaytune.evaluation.harness import bind_evaluation
-    from xaytune.experiment.cost import check_cost_config
-    from xaytune.experiment.objectives import check_objectives
-    from xaytune.experiment.replicate import build_model, configured_evaluation, load_source
-
     check_objectives(cfg)
     source = load_source(cfg)
     task_count = len(source.suite.tasks)

@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xaytune.core.canonical import canonical_bytes
+from xaytune.experiment.attempt_errors import replicate_errors
 from xaytune.experiment.config import AnthropicModelConfig, ModelConfig, OpenAICompatibleModelConfig
+from xaytune.experiment.model_adapters import build_model
 
 if TYPE_CHECKING:
     from xaytune.harness.evidence import HarnessRunEvidence
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HTTP_MODEL_CONFIGS",
     "endpoint_key",
+    "forget_served",
     "model_error_counts",
     "preflight_endpoints",
     "unvouched",
@@ -44,6 +47,13 @@ HTTP_MODEL_CONFIGS = (OpenAICompatibleModelConfig, AnthropicModelConfig)
 _SERVED: dict[bytes, dict[str, Any]] = {}
 
 
+def forget_served() -> None:
+    """Forget every endpoint's reported identity: a new run (``xaytune.run`` called again
+    in one process) asks each endpoint again, as a new process would; an endpoint that
+    now serves another model must not vouch for the evidence of the one before."""
+    _SERVED.clear()
+
+
 def _config_key(config: ModelConfig) -> bytes:
     return canonical_bytes(config.model_dump(mode="json"))
 
@@ -53,8 +63,6 @@ def preflight_endpoints(configs: Iterable[ModelConfig | None]) -> None:
     (None entries, an evaluator without a judge model, are skipped).
 
     Raises the adapter's ``ModelError`` for the first endpoint that refuses."""
-    from xaytune.experiment.replicate import build_model
-
     for config in configs:
         if config is None or not isinstance(config, HTTP_MODEL_CONFIGS) or not config.preflight:
             continue
@@ -96,8 +104,6 @@ def model_error_counts(
     :func:`xaytune.experiment.attempt_errors.replicate_errors` counts them: from every attested
     outcome (and, given its ``store_root``, each unfinished task's last attempt), so a
     resumed or reused replicate counts as one run whole would."""
-    from xaytune.experiment.attempt_errors import replicate_errors
-
     counted = replicate_errors(evidence, store_root)
     return {
         "tasks": counted.tasks,

@@ -1,174 +1,148 @@
-"""Running an experiment's replicates: every candidate x seed, into the output tree.
+"""One replicate (one candidate under one seed) as five named stages.
 
-Per replicate ``candidates/<name>/seed-<s>/``: ``evidence/`` (the store, with its
-published subject), ``evaluation/`` (released and restricted reports) and
+    prepare_replicate -> reuse_or_run -> assemble_and_publish -> evaluate_replicate
+    -> record_replicate
+
+:func:`run_replicate` runs them in that order; each stage is public, so a caller that
+needs only part of it (a benchmark timing the attempts alone: :func:`prepare_replicate`
+then :func:`run_attempts`) calls the stages it needs. What the first stage establishes
+travels to every later one in one frozen record, :class:`PreparedReplicate`; each later
+stage returns its own frozen record (:class:`Produced`, :class:`Published`), and the
+last one the :class:`ReplicateOutcome` the manifest and the terminal summary read.
+
+On disk, per replicate ``candidates/<name>/seed-<s>/`` (:mod:`xaytune.experiment.tree.files`):
+``evidence/`` (the store, with its published subject), ``evaluation/<label>/`` and
 ``replicate.restricted.json`` (run values and per-task observations, which the
-comparison reads back; restricted because it holds per-task reference-derived
-scores).
+comparison reads back).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
-import platform
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from xaytune.comparison.compare import ReplicateRuns
 from xaytune.core.canonical import canonical_bytes
-from xaytune.core.domain.benchmark import SuiteSource, record_assignment
-from xaytune.core.domain.measurement import TaskObservation
-from xaytune.core.errors import ConfigError, ExecutionError
-from xaytune.evaluation.harness import (
-    EvaluationSpec,
-    EvaluatorSpec,
-    HarnessEvaluation,
-    HarnessEvaluator,
-    HarnessJudgeEvaluator,
-    HarnessOutcomeEvaluator,
-    ReferenceEgressGrant,
-    bind_evaluation,
-    publish_evidence,
-    run_harness_evaluation,
+from xaytune.core.domain.benchmark import (
+    SeededSample,
+    SuiteSource,
+    TaskAssignment,
+    record_assignment,
 )
-from xaytune.experiment.config import (
-    AnthropicModelConfig,
-    ExperimentConfig,
-    LlamaCppLocalModelConfig,
-    ModelConfig,
-    SimulatedModelConfig,
-    TargetModelConfig,
-)
-from xaytune.experiment.parts import model_adapter_identity
+from xaytune.core.errors import ConfigError
+from xaytune.evaluation.harness import HarnessEvaluation, PublishedSubject, publish_evidence
+from xaytune.experiment.config import ExperimentConfig
+from xaytune.experiment.evaluators import evaluate, observed_tasks
+from xaytune.experiment.facets import replicate_facets, timing_environment
+from xaytune.experiment.model_adapters import build_model, model_adapter_identity
+from xaytune.experiment.parts import experiment_toolbox
 from xaytune.experiment.preflight import endpoint_key, model_error_counts, unvouched
+from xaytune.experiment.source import load_source
+from xaytune.experiment.stops import refuse_unfinished
 from xaytune.experiment.tree import cache, cache_evaluations
-from xaytune.experiment.tree.cache import replicate_key
+from xaytune.experiment.tree.files import CANDIDATE_FILE, REPLICATE_FILE, replicate_dir
 from xaytune.experiment.tree.intent import INTENT_FILE
 from xaytune.experiment.tree.reuse import reuse_replicate
 from xaytune.harness import (
+    AgentExecutionSpec,
     Harness,
     HarnessEvidenceStore,
     HarnessRunner,
     Toolbox,
 )
-from xaytune.harness.evidence import assemble_evidence
+from xaytune.harness.evidence import HarnessRunEvidence, assemble_evidence
 from xaytune.harness.evidence.store import atomic_write
 from xaytune.harness.replicate import compile_replicate
 from xaytune.harness.runner import AttemptResult, TaskRun
-from xaytune.models import DEFINITIVE_REASONS, Model, SimulatedModel
-from xaytune.suites import builtin_suite_path
+from xaytune.models import Model
 
 __all__ = [
-    "REPLICATE_FILE",
+    "PreparedReplicate",
+    "Produced",
     "Progress",
-    "build_model",
-    "configured_evaluation",
-    "evaluation_dir",
-    "load_source",
-    "observed_tasks",
-    "replicate_dir",
+    "Published",
+    "ReplicateOutcome",
+    "assemble_and_publish",
+    "evaluate_replicate",
+    "prepare_replicate",
+    "record_replicate",
+    "reuse_or_run",
+    "run_attempts",
     "run_replicate",
-    "timing_environment",
 ]
 
-_log = logging.getLogger("xaytune.cache")
-
-REPLICATE_FILE = "replicate.restricted.json"
-CANDIDATE_FILE = "candidate.json"
 Progress = Callable[[AttemptResult], None]
 
 
-def load_source(cfg: ExperimentConfig) -> SuiteSource:
-    """Open the configured suite (verifying every digest)."""
-    if cfg.suite.builtin is not None:
-        return SuiteSource(builtin_suite_path(cfg.suite.builtin))
-    assert cfg.suite.path is not None
-    return SuiteSource(Path(cfg.suite.path).expanduser())
+@dataclass(frozen=True)
+class PreparedReplicate:
+    """One replicate, ready to run: what it runs and where, as :func:`prepare_replicate`
+    set it up. Every later stage reads it; none changes it.
+
+    ``fresh``: nothing had run in the replicate's store before (neither attempts of an
+    earlier run, which a resume continues, nor a copy from the cache). ``cache_key``:
+    the content address of its evidence; ``use_cache``: whether the evidence cache may
+    serve or keep it (not when the cache is off, nor for an HTTP endpoint that was not
+    asked who it is)."""
+
+    cfg: ExperimentConfig
+    label: str
+    harness: Harness
+    seed: int
+    source: SuiteSource
+    out: Path
+    toolbox: Toolbox
+    intent: str | None
+    directory: Path
+    fresh: bool
+    store: HarnessEvidenceStore
+    sampling: SeededSample
+    assignment: TaskAssignment
+    model: Model
+    specs: tuple[AgentExecutionSpec, ...]
+    cache_key: str
+    use_cache: bool
+
+    @property
+    def tools(self) -> frozenset[str]:
+        """The tools this candidate is granted (its own, of the shared toolbox)."""
+        return frozenset(self.harness.tool_names)
+
+    @property
+    def cache_root(self) -> Path:
+        """The evidence cache's directory."""
+        return cache.cache_root(self.cfg.cache.dir)
 
 
-def build_model(config: ModelConfig, *, seed: int) -> Model:
-    """The model a replicate runs against (a simulated one is seeded per replicate)."""
-    if isinstance(config, SimulatedModelConfig):
-        return SimulatedModel(
-            seed=config.seed if config.seed is not None else seed,
-            latency_s=config.latency_s,
-            transient_error_rate=config.transient_error_rate,
-            context_window=config.context_window,
-            mental_error_base=config.mental_error_base,
-            usage_details=config.usage_details,
-        )
-    if isinstance(config, TargetModelConfig):
-        from xaytune.experiment.parts import build_target_model
+@dataclass(frozen=True)
+class Produced:
+    """What :func:`reuse_or_run` produced: the task runs of this process (none when the
+    evidence came from the cache), the cache entry the evidence was copied from (now or
+    by the run this one resumes; None when it ran here), and, when nothing ran, the
+    evidence verified from the cache and, when the reuse published it, its subject."""
 
-        return build_target_model(config, seed=seed)
-    # The HTTP adapters (aiohttp, httpx) are imported only when a run uses one.
-    if isinstance(config, LlamaCppLocalModelConfig):
-        from xaytune.models.llama_cpp_local import llama_cpp_local_model
-
-        # One server per process, shared by the replicates; the runtime is the [local] extra.
-        return llama_cpp_local_model(seed=seed, **config.model_dump(exclude={"kind", "prices"}))
-    if isinstance(config, AnthropicModelConfig):
-        from xaytune.models import AnthropicModel
-
-        return AnthropicModel(
-            config.name,
-            base_url=config.base_url,
-            api_key_env=config.api_key_env,
-            anthropic_version=config.anthropic_version,
-            revision=config.revision,
-            parameters=dict(config.parameters),
-            max_tokens=config.max_tokens,
-            timeout_s=config.timeout_s,
-            total_timeout_s=config.total_timeout_s,
-            max_retries=config.max_retries,
-        )
-    from xaytune.models import OpenAICompatibleModel
-
-    return OpenAICompatibleModel(
-        config.base_url,
-        config.name,
-        api_key_env=config.api_key_env,
-        revision=config.revision,
-        parameters=dict(config.parameters),
-        timeout_s=config.timeout_s,
-        total_timeout_s=config.total_timeout_s,
-        max_retries=config.max_retries,
-    )
+    runs: tuple[TaskRun, ...]
+    reused: cache.CachedReplicate | None
+    cached: HarnessRunEvidence | None
+    subject: PublishedSubject | None
 
 
-def timing_environment() -> str:
-    """The declared timing environment: time metrics compare only within one."""
-    system = f"{platform.system()}-{platform.machine()}"
-    return f"{system}-{os.cpu_count()}cpu-py{platform.python_version()}"
+@dataclass(frozen=True)
+class Published:
+    """The replicate's verified evidence and its published subject (what evaluators
+    read), with what produced them."""
 
+    produced: Produced
+    evidence: HarnessRunEvidence
+    subject: PublishedSubject
 
-def replicate_dir(out: Path, harness: Harness, seed: int) -> Path:
-    return out / "candidates" / harness.name / f"seed-{seed}"
-
-
-def _evaluator(cfg: ExperimentConfig, source: SuiteSource, label: str):
-    """The evaluator configured under ``label`` and the grant the host issues for it."""
-    config = cfg.evaluators[label]
-    if config.name == "harness-outcome":
-        return HarnessOutcomeEvaluator(source), None
-    judge_config = config.judge_model
-    if judge_config is None:
-        raise ConfigError(
-            "bad-config", f"evaluators.{label}.judge_model: missing for harness-judge"
-        )
-    judge = build_model(judge_config, seed=0)
-    grant = None
-    if config.grant_reference_egress:
-        grant = ReferenceEgressGrant.issue(
-            suite_digest=source.digest,
-            judge_model=judge.identity,
-            issued_by=f"xaytune-app:{cfg.experiment.name}",
-        )
-    grants = () if grant is None else (grant,)
-    return HarnessJudgeEvaluator(source, judge_model=judge, grants=grants), grant
+    @property
+    def timing_environment(self) -> str:
+        """Where the evidence was timed: here, or where a reused one ran."""
+        reused = self.produced.reused
+        return timing_environment() if reused is None else reused.timing_environment
 
 
 @dataclass(frozen=True)
@@ -196,53 +170,88 @@ def run_replicate(
     cfg: ExperimentConfig,
     *,
     label: str,
-    harness: Harness,
     seed: int,
-    source: SuiteSource,
     out: Path,
-    toolbox: Toolbox,
+    harness: Harness | None = None,
+    source: SuiteSource | None = None,
+    toolbox: Toolbox | None = None,
     progress: Progress | None = None,
     intent: str | None = None,
 ) -> ReplicateOutcome:
-    """Run, assemble, verify, publish and evaluate one candidate under one seed.
+    """Run, assemble, verify, publish, evaluate and record the candidate ``label`` under
+    ``seed`` into the run tree ``out`` (the five stages, in order).
 
-    ``toolbox`` holds every candidate's tools (``parts.experiment_toolbox``); this
-    candidate is granted its own. ``intent`` is the run's intent digest, which
-    every attempt record and the evidence carry."""
+    ``cfg`` is a validated config with its candidates' parts resolved
+    (``parts.resolve_candidates``). ``harness`` defaults to ``cfg.candidates[label]``,
+    ``source`` to the configured suite, ``toolbox`` to the one holding every candidate's
+    tools (``parts.experiment_toolbox``; this candidate is granted its own). ``intent``
+    is the run's intent digest (``tree.intent.write_intent``), which every attempt
+    record and the evidence carry; the evidence cache keeps only evidence run under
+    one. ``progress`` is called with each finished attempt.
+
+    Raises the typed refusals of each stage (``ExecutionError`` ``model-unavailable`` or
+    the endpoint's reason when the model could not be reached: the attempts are sealed
+    partial and a resume runs them again)."""
+    prepared = prepare_replicate(
+        cfg, label=label, seed=seed, out=out, harness=harness, source=source,
+        toolbox=toolbox, intent=intent,
+    )  # fmt: skip
+    produced = reuse_or_run(prepared, progress=progress)
+    published = assemble_and_publish(prepared, produced)
+    evaluations = evaluate_replicate(prepared, published)
+    return record_replicate(prepared, published, evaluations)
+
+
+def prepare_replicate(
+    cfg: ExperimentConfig,
+    *,
+    label: str,
+    seed: int,
+    out: Path,
+    harness: Harness | None = None,
+    source: SuiteSource | None = None,
+    toolbox: Toolbox | None = None,
+    intent: str | None = None,
+) -> PreparedReplicate:
+    """Stage 1: set the replicate up (defaults as :func:`run_replicate`'s).
+
+    Removes a copy from the cache a kill cut short, writes the candidate's
+    ``candidate.json``, opens the evidence store, records the seeded assignment, builds
+    the model (a simulated one seeded by ``seed``), compiles one spec per assigned task
+    and computes the evidence's cache key. No model call is made."""
+    if harness is None:
+        if label not in cfg.candidates:
+            raise ConfigError("bad-config", f"candidates.{label}: no such candidate")
+        harness = cfg.candidates[label]
+    source = load_source(cfg) if source is None else source
+    toolbox = experiment_toolbox(cfg) if toolbox is None else toolbox
     suite = source.suite
-    directory = replicate_dir(out, harness, seed)
+    directory = replicate_dir(out, harness.name, seed)
     cache.remove_restores(directory)  # a copy from the cache a kill cut short
     # Nothing run here yet (a resume of this replicate holds attempts, or a copy).
     fresh = not any((directory / "evidence" / "tasks").glob("*/*.jsonl"))
     directory.mkdir(parents=True, exist_ok=True)
-    atomic_write(
-        directory.parent / CANDIDATE_FILE,
-        canonical_bytes(
-            {
-                "label": label,
-                "name": harness.name,
-                "harness_fingerprint": harness.fingerprint,
-                "harness": harness.model_dump(mode="json"),
-            }
-        )
-        + b"\n",
-    )
+    candidate = {
+        "label": label,
+        "name": harness.name,
+        "harness_fingerprint": harness.fingerprint,
+        "harness": harness.model_dump(mode="json"),
+    }
+    atomic_write(directory.parent / CANDIDATE_FILE, canonical_bytes(candidate) + b"\n")
     store = HarnessEvidenceStore(directory / "evidence", durability=cfg.durability)
     sampling = cfg.sampling.sample(len(suite.tasks))
     assignment = record_assignment(suite, sampling, seed=seed)
     model = build_model(cfg.model, seed=seed)
-    tools = frozenset(harness.tool_names)
     specs = compile_replicate(
         harness,
         suite=suite,
         assignment=assignment,
         store=store,
-        authorized_tools=tools,
+        authorized_tools=frozenset(harness.tool_names),
         model=model.identity,
         prices=cfg.model.prices,
     )
-    cached = reuse = None
-    key = replicate_key(
+    key = cache.replicate_key(
         suite_digest=suite.digest,
         assignment_digest=assignment.digest,
         specs=specs,
@@ -252,105 +261,168 @@ def run_replicate(
         model_adapter=model_adapter_identity(model).model_dump(mode="json"),
         endpoint=endpoint_key(cfg.model),
     )
-    # An HTTP endpoint not asked who it is (preflight: false) cannot vouch for a cache entry.
-    use_cache = cfg.cache.mode != "off" and not unvouched(cfg.model)
-    reused = cache.reused_from(store.root)
+    return PreparedReplicate(
+        cfg=cfg, label=label, harness=harness, seed=seed, source=source, out=out,
+        toolbox=toolbox, intent=intent, directory=directory, fresh=fresh, store=store,
+        sampling=sampling, assignment=assignment, model=model, specs=tuple(specs),
+        cache_key=key,
+        # An HTTP endpoint not asked who it is (preflight: false) cannot vouch for a
+        # cache entry.
+        use_cache=cfg.cache.mode != "off" and not unvouched(cfg.model),
+    )  # fmt: skip
+
+
+def reuse_or_run(prepared: PreparedReplicate, *, progress: Progress | None = None) -> Produced:
+    """Stage 2: the replicate's evidence from the cache, or its attempts run here.
+
+    A replicate copied from the cache by the run this one resumes is assembled from that
+    copy; a fresh one is linked from the cache when an entry under its key verifies
+    (:func:`~xaytune.experiment.tree.reuse.reuse_replicate`, which publishes it);
+    otherwise every task runs (:func:`run_attempts`; a resume runs only what is left).
+    The model's client is closed either way."""
+    p = prepared
+    reused = cache.reused_from(p.store.root)
+    cached = subject = None
     if reused is not None:  # a resume of a replicate copied from the cache
         cached = assemble_evidence(
-            specs, suite, sampling, assignment, source, store, intent=reused.intent_digest
+            p.specs, p.source.suite, p.sampling, p.assignment, p.source, p.store,
+            intent=reused.intent_digest,
+        )  # fmt: skip
+    elif p.fresh and p.use_cache:
+        found = reuse_replicate(
+            p.cache_root, p.cache_key, p.specs, p.sampling, p.assignment, p.source, p.store
         )
-    elif fresh and use_cache:
-        root = cache.cache_root(cfg.cache.dir)
-        reuse = reuse_replicate(root, key, specs, sampling, assignment, source, store)
-        if reuse is not None:  # linked from the cache, verified and published here
-            reused, cached, subject = reuse
-    runner = HarnessRunner(durability=cfg.durability, intent=intent)
+        if found is not None:  # linked from the cache, verified and published here
+            reused, cached, subject = found
+    if cached is not None:
+        asyncio.run(_close(p.model))
+        return Produced(runs=(), reused=reused, cached=cached, subject=subject)
+    return Produced(runs=run_attempts(p, progress=progress), reused=None, cached=None, subject=None)
 
-    async def run_all():
+
+def run_attempts(
+    prepared: PreparedReplicate, *, progress: Progress | None = None
+) -> tuple[TaskRun, ...]:
+    """Run every task of a prepared replicate into its store (``cfg.concurrency`` at a
+    time; with ``cfg.resume``, only the tasks without a sealed outcome), then close the
+    model's client. Nothing is assembled or checked here."""
+    p = prepared
+    runner = HarnessRunner(durability=p.cfg.durability, intent=p.intent)
+
+    async def run_all() -> list[TaskRun]:
         try:
             return await runner.run_many(
-                specs,
-                model=model,
-                toolbox=toolbox,
-                authorized_tools=tools,
-                concurrency=cfg.concurrency,
-                resume=cfg.resume is not None,
+                p.specs,
+                model=p.model,
+                toolbox=p.toolbox,
+                authorized_tools=p.tools,
+                concurrency=p.cfg.concurrency,
+                resume=p.cfg.resume is not None,
                 progress=progress,
             )
         finally:
-            close = getattr(model, "aclose", None)
-            if close is not None:
-                await close()  # a client's connection pool belongs to this event loop
+            await _close(p.model)  # a client's connection pool belongs to this event loop
 
-    if cached is not None:
-        runs, evidence = [], cached
-        asyncio.run(_close(model))
-    else:
-        runs = asyncio.run(run_all())
-        _refuse_unfinished(runs, harness, seed)
+    return tuple(asyncio.run(run_all()))
+
+
+def assemble_and_publish(prepared: PreparedReplicate, produced: Produced) -> Published:
+    """Stage 3: the verified evidence and its published subject.
+
+    Evidence run here is first checked for tasks the model could not reach (a refusal:
+    :func:`~xaytune.experiment.stops.refuse_unfinished`), then assembled and verified,
+    published, and, when the cache is read-write, this is a fresh run under an intent
+    and no attempt met a model error, stored in the evidence cache."""
+    p = prepared
+    evidence = produced.cached
+    if evidence is None:
+        refuse_unfinished(produced.runs, p.harness, p.seed)
         evidence = assemble_evidence(
-            specs, suite, sampling, assignment, source, store, intent=intent
-        )
-    if reuse is None:
-        subject = publish_evidence(evidence, store)
+            p.specs, p.source.suite, p.sampling, p.assignment, p.source, p.store,
+            intent=p.intent,
+        )  # fmt: skip
+    subject = produced.subject
+    if subject is None:
+        subject = publish_evidence(evidence, p.store)
+    published = Published(produced=produced, evidence=evidence, subject=subject)
     if (
-        cached is None
-        and fresh
-        and cfg.cache.mode == "read-write"
-        and use_cache
-        and intent is not None
+        produced.cached is None
+        and p.fresh
+        and p.cfg.cache.mode == "read-write"
+        and p.use_cache
+        and p.intent is not None
         # Evidence touched by a model error is never stored: it would replay the error.
-        and cache.cacheable(attempt for run in runs for attempt in run.attempts)
+        and cache.cacheable(attempt for run in produced.runs for attempt in run.attempts)
     ):
         cache.publish(
-            cache.cache_root(cfg.cache.dir),
-            key,
-            store_root=store.root,
-            intent_bytes=(out / INTENT_FILE).read_bytes(),
+            p.cache_root,
+            p.cache_key,
+            store_root=p.store.root,
+            intent_bytes=(p.out / INTENT_FILE).read_bytes(),
             evidence_digest=evidence.digest,
-            # Reused evidence was timed where it ran.
-            timing_environment=timing_environment()
-            if reused is None
-            else reused.timing_environment,
-            max_bytes=int(cfg.cache.max_gb * 1e9),
+            timing_environment=published.timing_environment,
+            max_bytes=int(p.cfg.cache.max_gb * 1e9),
         )
-    # The cache entry holding this very evidence keeps its deterministic evaluations.
+    return published
+
+
+def evaluate_replicate(
+    prepared: PreparedReplicate, published: Published
+) -> tuple[HarnessEvaluation, ...]:
+    """Stage 4: every configured evaluator (in label order) on the published subject.
+
+    The cache entry holding this very evidence keeps its deterministic evaluations:
+    found there, one is linked, not measured again."""
+    p = prepared
     held = None
-    if use_cache:
-        held = cache_evaluations.entry_for(cache.cache_root(cfg.cache.dir), key, evidence.digest)
-    evaluations = [
-        _evaluate(cfg, label, subject, source=source, directory=directory, seed=seed, held=held)
-        for label in sorted(cfg.evaluators)
-    ]
-    observations = observed_tasks(cfg, evaluations)
-    replicate = ReplicateRuns(
-        seed=seed,
-        suite_digest=suite.digest,
-        assignment_digest=assignment.digest,
-        evaluations=tuple(evaluation.result for evaluation in evaluations),
-        facets={
-            "model": model.identity.model_dump(mode="json", exclude={"parameters"})
-            | {"parameters": _facet_parameters(model)},
-            "toolbox": toolbox.version,
-            "model_adapter": model_adapter_identity(model).model_dump(mode="json"),
-            "runtime": "xaytune-local/v1",
-            "durability": cfg.durability,
-            **_price_facet(cfg),
-        },
-        # Reused evidence was timed where it ran.
-        timing_environment=timing_environment() if reused is None else reused.timing_environment,
-        task_observations=observations,
+    if p.use_cache:
+        held = cache_evaluations.entry_for(p.cache_root, p.cache_key, published.evidence.digest)
+    return tuple(
+        evaluate(
+            p.cfg,
+            label,
+            published.subject,
+            source=p.source,
+            directory=p.directory,
+            seed=p.seed,
+            held=held,
+        )
+        for label in sorted(p.cfg.evaluators)
     )
-    atomic_write(directory / REPLICATE_FILE, canonical_bytes(replicate) + b"\n")
+
+
+def record_replicate(
+    prepared: PreparedReplicate,
+    published: Published,
+    evaluations: tuple[HarnessEvaluation, ...],
+) -> ReplicateOutcome:
+    """Stage 5: write ``replicate.restricted.json`` (the run values, execution facets,
+    timing environment and per-task observations the comparison reads back) and
+    return what the replicate produced."""
+    p = prepared
+    suite, produced, evidence = p.source.suite, published.produced, published.evidence
+    results = tuple(e.result for e in evaluations if e.result is not None)
+    assert len(results) == len(evaluations)  # evaluate() refuses an evaluation without one
+    record = ReplicateRuns(
+        seed=p.seed,
+        suite_digest=suite.digest,
+        assignment_digest=p.assignment.digest,
+        evaluations=results,
+        facets=replicate_facets(p.cfg, p.model, p.toolbox),
+        timing_environment=published.timing_environment,
+        task_observations=observed_tasks(p.cfg, list(evaluations)),
+    )
+    atomic_write(p.directory / REPLICATE_FILE, canonical_bytes(record) + b"\n")
+    from_cache = produced.cached is not None
     return ReplicateOutcome(
-        candidate=harness.name,
-        seed=seed,
+        candidate=p.harness.name,
+        seed=p.seed,
         evidence_digest=evidence.digest,
-        evaluator_fingerprints=tuple(e.result.evaluator_fingerprint for e in evaluations),
-        attempts=sum(len(run.attempts) for run in runs),
-        skipped=sum(run.skipped for run in runs) if cached is None else len(specs),
+        evaluator_fingerprints=tuple(result.evaluator_fingerprint for result in results),
+        attempts=sum(len(run.attempts) for run in produced.runs),
+        skipped=len(p.specs) if from_cache else sum(run.skipped for run in produced.runs),
         **model_error_counts(evidence),
-        reused=cached is not None,
+        reused=from_cache,
         tokens=sum(
             a.spend.input_tokens + a.spend.output_tokens
             for entry in evidence.entries
@@ -359,129 +431,7 @@ def run_replicate(
     )
 
 
-async def _close(model) -> None:
+async def _close(model: Model) -> None:
     close = getattr(model, "aclose", None)
     if close is not None:
         await close()
-
-
-def _refuse_unfinished(runs: list[TaskRun], harness: Harness, seed: int) -> None:
-    """Stop (``model-unavailable``) when tasks ended without an outcome because the
-    model could not be reached: comparing now would compare holes. Their attempts are
-    sealed partial, so a resume of the tree runs exactly those tasks again."""
-    refused = [
-        text
-        for text in (
-            (run.last.error or "").removeprefix("ModelUnavailable: ")
-            for run in runs
-            if run.last is not None and run.last.outcome is None
-        )
-        if text.split(":", 1)[0] in DEFINITIVE_REASONS
-    ]
-    if refused:  # the endpoint refuses every call alike: a resume after it is fixed
-        reason, cause = refused[0].split(": ", 1)
-        waiting = sum(run.not_started for run in runs)
-        stopped = f", {waiting} not started (the run stopped at the refusal)" if waiting else ""
-        raise ExecutionError(
-            reason,
-            f"{cause}; {len(refused)} of {len(runs)} tasks of {harness.name} seed {seed} "
-            f"were refused{stopped}, their attempts are sealed partial, nothing attested "
-            "is lost",
-        )
-    unreachable = [
-        run.last.error
-        for run in runs
-        if run.last is not None
-        and run.last.outcome is None
-        and (run.last.error or "").startswith("ModelUnavailable")
-    ]
-    if unreachable:
-        first = unreachable[0].removeprefix("ModelUnavailable: ")
-        raise ExecutionError(
-            "model-unavailable",
-            f"{len(unreachable)} of {len(runs)} tasks of {harness.name} seed {seed} could not "
-            f"reach the model ({first}); their attempts are sealed partial, nothing attested "
-            "is lost",
-        )
-
-
-def configured_evaluation(
-    cfg: ExperimentConfig, source: SuiteSource, label: str
-) -> tuple[HarnessEvaluator, EvaluationSpec]:
-    """The evaluator configured under ``label`` and its evaluation spec (with the
-    grant the host issues for it)."""
-    evaluator, grant = _evaluator(cfg, source, label)
-    config = cfg.evaluators[label]
-    spec = EvaluationSpec(
-        evaluator=EvaluatorSpec(name=config.name, config=config.config), grant=grant
-    )
-    return evaluator, spec
-
-
-def evaluation_dir(directory: Path, label: str) -> Path:
-    """Where a replicate's evaluation by the evaluator ``label`` writes its reports."""
-    return directory / "evaluation" / label
-
-
-def observed_tasks(
-    cfg: ExperimentConfig, evaluations: list[HarnessEvaluation]
-) -> dict[str, tuple[TaskObservation, ...]]:
-    """The per-task observations a replicate record keeps (what the comparison's
-    task-level view reads), from its evaluations."""
-    observations = {}
-    for evaluation in evaluations:
-        assert evaluation.result is not None
-        for key in _observed_keys(cfg):
-            if evaluation.result.metric(key) is not None:
-                observations[key] = evaluation.task_observations[key]
-    return observations
-
-
-def _evaluate(cfg, label: str, subject, *, source, directory: Path, seed: int, held=None):
-    """Bind and run one configured evaluator on a published subject. ``held``: the
-    evidence cache's entry of this subject, where a DETERMINISTIC evaluation is looked
-    up first (linked, checked, never measured twice) and stored after."""
-    evaluator, unbound = configured_evaluation(cfg, source, label)
-    spec = bind_evaluation(evaluator, unbound)
-    key = None
-    if held is not None and spec.determinism == "DETERMINISTIC":
-        key, header = cache_evaluations.keyed(spec, evaluator, subject, source, seed)
-        found = cache_evaluations.load(held, key, evaluation_dir(directory, label), header)
-        if found is not None and found.result is not None:
-            return found
-    evaluation = run_harness_evaluation(
-        evaluator,
-        spec,
-        subject,
-        source=source,
-        output_uri=str(evaluation_dir(directory, label)),
-        seed=seed,
-    )
-    if evaluation.result is None:
-        raise ConfigError(
-            "no-result",
-            f"{directory}: evaluator {label} produced no result (no task was attested)",
-        )
-    if key is not None and cfg.cache.mode == "read-write":
-        cache_evaluations.store(held, key, evaluation)
-    return evaluation
-
-
-def _observed_keys(cfg: ExperimentConfig) -> list[str]:
-    # Per-task observations the comparison's task-level view needs: the objectives,
-    # and task_success for Wilson intervals and pass^k.
-    keys = [objective.metric for objective in cfg.comparison.objectives]
-    return [*keys, "task_success"] if "task_success" not in keys else keys
-
-
-def _facet_parameters(model: Model) -> dict[str, object]:
-    # A simulated model is seeded per replicate; the seed is the replicate's, not a
-    # facet of the execution environment, so it is left out of C4.
-    return {k: v for k, v in model.identity.parameters.items() if k != "seed"}
-
-
-def _price_facet(cfg: ExperimentConfig) -> dict[str, object]:
-    # The model's price table, when it has one: two sides priced differently are not
-    # comparable (C4). No table, no facet: the facets are those of before.
-    prices = cfg.model.prices
-    return {} if prices is None else {"prices": prices.model_dump(mode="json")}

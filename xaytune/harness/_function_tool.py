@@ -29,7 +29,7 @@ from xaytune.core import limits
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import FingerprintError, PluginError
 from xaytune.core.limits import clip
-from xaytune.harness.toolbox import Tool, ToolError, _error_text
+from xaytune.harness.tool_contract import Tool, ToolError, error_text
 from xaytune.plugins import check_params, parameters_model, problem_of, target_path
 
 __all__ = ["FunctionTool", "as_tool"]
@@ -154,7 +154,7 @@ def as_tool(obj: object, params: dict[str, Any] | None = None, *, where: str) ->
         except Exception as error:
             raise PluginError(
                 "bad-part",
-                f"{where}: constructing {target_path(obj)} raised {_error_text(error)}",
+                f"{where}: constructing {target_path(obj)} raised {error_text(error)}",
             ) from None
         if not isinstance(instance, Tool):
             raise PluginError("bad-part", f"{where}: {target_path(obj)} {_NOT_A_TOOL}")

@@ -44,17 +44,15 @@ from typing import Any
 
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import ExecutionError, FingerprintError
-from xaytune.harness._watchdog import checkpoint
+from xaytune.harness.attempt_frame import AttemptFrame
 from xaytune.harness.environment import AttemptToolbox, open_environment
-from xaytune.harness.evidence.attempt import AttemptSession
 from xaytune.harness.evidence.calls import usage_event
-from xaytune.harness.evidence.store import Outcome, Spend
-from xaytune.harness.spec import AgentExecutionSpec, sampling_identity
-from xaytune.harness.toolbox import Toolbox, ToolResult
+from xaytune.harness.evidence.store import Outcome
+from xaytune.harness.spec import sampling_identity
+from xaytune.harness.toolbox import ToolResult
 from xaytune.models.protocol import (
     ContextOverflowError,
     Message,
-    Model,
     ModelError,
     ModelReply,
     ModelRequest,
@@ -103,7 +101,8 @@ class SpendView:
 
 
 class _Host:
-    """The runner's side of one attempt: what the context acts on."""
+    """The runner's side of one attempt (its :class:`AttemptFrame`): what the context
+    acts on."""
 
     __slots__ = (
         "after_stop",
@@ -128,20 +127,14 @@ class _Host:
         "stop",
         "toolbox",
         "unavailable",
+        "window",
     )
 
-    def __init__(
-        self,
-        spec: AgentExecutionSpec,
-        session: AttemptSession,
-        spend: Spend,
-        model: Model,
-        toolbox: Toolbox,
-        authorized: frozenset[str],
-        cancel: asyncio.Event | None,
-    ) -> None:
-        self.spec, self.session, self.spend, self.model = spec, session, spend, model
-        self.toolbox, self.authorized, self.cancel = toolbox, authorized, cancel
+    def __init__(self, frame: AttemptFrame) -> None:
+        spec, session, toolbox = frame.spec, frame.session, frame.toolbox
+        self.spec, self.session, self.spend, self.model = spec, session, frame.spend, frame.model
+        self.toolbox, self.authorized, self.cancel = toolbox, frame.granted, frame.cancel
+        self.window = frame.window
         self.schemas = toolbox.schemas(spec.tools)
         # The task's environment, if it names one: a fresh instance for this attempt,
         # its tools routed by name (xaytune.harness.environment).
@@ -419,8 +412,8 @@ class LoopContext:
         """One model turn over ``messages``; ``tools`` defaults to every offered tool
         (pass ``()`` for a turn without tools; only offered tools may be passed).
         ``max_output_tokens`` may lower the harness's limit, never raise it."""
-        checkpoint()  # a deadline or stop the watchdog could not raise inside a write
         host = self.__host
+        host.window.checkpoint()  # a deadline or stop the watchdog could not raise in a write
         offered = host.schemas
         if tools is None:
             chosen = offered
@@ -446,8 +439,8 @@ class LoopContext:
 
         Authorization, argument checks, the timeout and the tool-call budget are the
         host's; a refused call comes back as a result the model can see."""
-        checkpoint()
         host = self.__host
+        host.window.checkpoint()
         if isinstance(call, str):
             text = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
             call = ToolCall(id=f"loop_{host.spend.tool_calls + 1}", name=call, arguments=text)
@@ -455,8 +448,8 @@ class LoopContext:
 
     def note(self, text: str, **data: Any) -> None:
         """Record a note of the loop's (a plan, a decision) in the trajectory."""
-        checkpoint()
         host = self.__host
+        host.window.checkpoint()
         host.check_open("note")
         try:
             canonical_bytes(data)

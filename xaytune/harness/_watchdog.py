@@ -8,19 +8,24 @@ that a daemon thread reads. Held longer than ``GRACE_S`` while an attempt is pas
 deadline or a stop was requested (:func:`request_stop`, or SIGINT: its handler is
 chained), the thread sends SIGALRM to the main thread (a real signal: it also ends
 ``time.sleep`` and blocking socket calls). The handler acts only inside an attempt's own
-code, marked by :class:`AttemptWindow` (a context variable; a running task's context is
-the thread's): past the deadline it raises :class:`AttemptDeadline` once (not an
-Exception: ``except Exception`` cannot swallow it), on a stop KeyboardInterrupt; never
-in an evidence write, the host's bookkeeping or the event loop's own code
-(``_interruptible``). A signal that could not act is sent again after ``RETRY_S``, and
-marks the attempt: the loop's next call into its context (``ctx.note``, ``generate``,
-``call_tool``, before any bookkeeping) raises there (:func:`checkpoint`), so a loop that
-spends its time inside those calls (a spin of ``ctx.note``) is stopped too.
+code, marked by its :class:`AttemptWindow`: the watchdog holds which asyncio task runs
+which open window (the attempt's task, entered by the runner, and every task created
+while a task of that window runs: a task factory the watchdog installs while it watches
+records it, as a child task would inherit a context). Past the deadline it raises
+:class:`AttemptDeadline` once (not an Exception: ``except Exception`` cannot swallow
+it), on a stop KeyboardInterrupt; never in an evidence write, the host's bookkeeping,
+the event loop's own code (``_interruptible``) or a callback outside any task. A
+signal that could not act is sent again after ``RETRY_S``, and marks the window: the
+loop's next call into its context (``ctx.note``, ``generate``, ``call_tool``, before any
+bookkeeping) raises there (:meth:`AttemptWindow.checkpoint`), so a loop that spends its
+time inside those calls (a spin of ``ctx.note``) is stopped too.
 
 Off unless safe: the loop in the main thread, and SIGALRM's handler the default (a
-program, or pytest-timeout's signal method, with its own keeps it). Every handler
-installed is restored, if still ours, when the last :func:`watching` block exits. Limit:
-C code that never returns to the interpreter (a catastrophic regex) is not interrupted.
+program, or pytest-timeout's signal method, with its own keeps it). Every handler (and
+the task factory) installed is restored, if still ours, when the last :func:`watching`
+block exits. Limits: C code that never returns to the interpreter (a catastrophic regex)
+is not interrupted; nor is a callback an attempt scheduled outside any task
+(``loop.call_soon``), which is no task's code.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import math
 import signal
 import threading
 import time
+import weakref
 from collections.abc import Callable, Coroutine, Iterator
 from types import FrameType
 from typing import Any, ParamSpec, TypeVar
@@ -45,7 +51,6 @@ __all__ = [
     "RETRY_S",
     "AttemptDeadline",
     "AttemptWindow",
-    "checkpoint",
     "request_stop",
     "watched",
     "watching",
@@ -55,39 +60,49 @@ HEARTBEAT_S = 0.1  # how often the loop ticks (and the thread looks)
 GRACE_S = 1.0  # how long the loop must be held before a signal is considered
 RETRY_S = 0.25  # a held signal (the handler could not act) is sent again after this
 
-P, T = ParamSpec("P"), TypeVar("T")
-_Run = Coroutine[Any, Any, T]
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class AttemptDeadline(BaseException):  # a stop, like KeyboardInterrupt: not an Exception
     """Raised into an attempt's code that held the event loop past its deadline."""
 
 
-# The window of the attempt whose code runs in this context (None: not an attempt's).
-_WINDOW: contextvars.ContextVar[AttemptWindow | None] = contextvars.ContextVar(
-    "xaytune_attempt_window", default=None
-)
-
-
 class AttemptWindow:
     """The block runs one attempt's own code, with a deadline ``seconds`` from entry.
-    The runner's sealing comes after the block: nothing is raised for it there."""
+    The runner's sealing comes after the block: nothing is raised for it there.
 
-    __slots__ = ("_token", "deadline", "open", "pending", "seconds")
+    Entered in the attempt's task; while the main thread's loop is watched, the
+    watchdog then knows that task (and the tasks it creates) as this window's."""
+
+    __slots__ = ("_previous", "_task", "_watchdog", "deadline", "open", "pending", "seconds")
 
     def __init__(self, seconds: float) -> None:
         self.seconds, self.deadline, self.open = seconds, 0.0, False
         self.pending = False  # a signal found it where raising is unsafe: see checkpoint()
+        self._watchdog: _Watchdog | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._previous: AttemptWindow | None = None
 
     def __enter__(self) -> None:
         self.deadline, self.open = time.monotonic() + self.seconds, True
-        self._token = _WINDOW.set(self)
-        if _active is not None and _active.main == threading.get_ident():
-            _active.add(self)
+        watchdog = _active
+        if watchdog is not None and watchdog.main == threading.get_ident():
+            self._watchdog = watchdog
+            watchdog.add(self)
 
     def __exit__(self, *exc: object) -> None:
-        self.open = False  # for good (context copies in leftover tasks see it closed)
-        _WINDOW.reset(self._token)
+        self.open = False  # for good (tasks it left behind see it closed)
+        if self._watchdog is not None:
+            self._watchdog.remove(self)
+
+    def checkpoint(self) -> None:
+        """Raise here what a signal could not raise where it landed (an evidence write,
+        the host's bookkeeping): called by the loop context on entry to each of its
+        calls, a point where the attempt's own code runs and nothing is half-done."""
+        watchdog = self._watchdog
+        if self.pending and self.open and watchdog is not None and watchdog is _active:
+            watchdog.interrupt(self)
 
 
 class _Watchdog:
@@ -102,13 +117,20 @@ class _Watchdog:
         self.beat, self.hold_until = time.monotonic(), 0.0
         self._windows: list[AttemptWindow] = []
         self._lock = threading.Lock()  # the windows (main thread and watcher)
+        # Which open window each task's code belongs to (main thread only: the runner,
+        # the task factory and the signal handler). Weak: a finished task drops out.
+        self._owners: weakref.WeakKeyDictionary[asyncio.Task[Any], AttemptWindow] = (
+            weakref.WeakKeyDictionary()
+        )
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="xaytune-watchdog", daemon=True)
         self._tick_handle: asyncio.TimerHandle | None = None
         # Held once: signal.getsignal returns this very object while it is installed.
         self._alarm_hook, self._sigint_hook = self._on_alarm, self._on_sigint
+        self._factory_hook = self._create_task
         self._previous_alarm: Any = None
         self._previous_sigint: Any = None  # set while SIGINT is chained
+        self._previous_factory: Any = None
 
     def start(self) -> None:
         self._previous_alarm = signal.signal(signal.SIGALRM, self._alarm_hook)
@@ -116,6 +138,8 @@ class _Watchdog:
         if callable(previous):  # asyncio's (a Runner's); never over SIG_IGN or SIG_DFL
             self._previous_sigint = previous
             signal.signal(signal.SIGINT, self._sigint_hook)
+        self._previous_factory = self.loop.get_task_factory()
+        self.loop.set_task_factory(self._factory_hook)
         self._tick()
         self._thread.start()
 
@@ -126,13 +150,43 @@ class _Watchdog:
         if self._tick_handle is not None:
             self._tick_handle.cancel()
         self._unhook_sigint()
+        if self.loop.get_task_factory() is self._factory_hook:
+            self.loop.set_task_factory(self._previous_factory)
         # signal.signal first runs any handler still pending (ours: it does nothing here).
         if signal.getsignal(signal.SIGALRM) is self._alarm_hook:
             signal.signal(signal.SIGALRM, self._previous_alarm)
 
     def add(self, window: AttemptWindow) -> None:
+        """Watch ``window``, entered by the running task: that task's code is its."""
         with self._lock:
             self._windows = [*(w for w in self._windows if w.open), window]
+        task = asyncio.current_task(self.loop)
+        if task is not None:
+            window._task, window._previous = task, self._owners.get(task)
+            self._owners[task] = window
+
+    def remove(self, window: AttemptWindow) -> None:
+        """``window`` has closed: its task's code is the runner's again."""
+        task = window._task
+        if task is not None and self._owners.get(task) is window:
+            if window._previous is None:
+                del self._owners[task]
+            else:
+                self._owners[task] = window._previous
+
+    def _create_task(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
+        """The loop's task factory while watched: a task created by a window's task
+        runs that window's code (a loop's ``gather``, a tool's timeout task)."""
+        make = self._previous_factory
+        if make is None:
+            task = asyncio.Task(coro, loop=loop, **kwargs)
+        else:
+            task = make(loop, coro, **kwargs)
+        parent = asyncio.current_task(loop)
+        window = None if parent is None else self._owners.get(parent)
+        if window is not None and window.open:
+            self._owners[task] = window
+        return task
 
     def _overdue(self, now: float) -> bool:
         with self._lock:
@@ -164,7 +218,8 @@ class _Watchdog:
                 return
 
     def _on_alarm(self, signum: int, frame: FrameType | None) -> None:
-        window = _WINDOW.get()
+        task = asyncio.current_task(self.loop)
+        window = None if task is None else self._owners.get(task)
         if window is None or not window.open:
             return  # not an attempt's code: the runner's own, or between tasks
         stop = self.stopping
@@ -174,9 +229,10 @@ class _Watchdog:
         if not interruptible(frame):
             window.pending = True  # raised at the loop's next safe call (checkpoint)
             return  # and sent again after RETRY_S
-        self._interrupt(window)
+        self.interrupt(window)
 
-    def _interrupt(self, window: AttemptWindow) -> None:
+    def interrupt(self, window: AttemptWindow) -> None:
+        """Raise the deadline (once) or the requested stop into ``window``'s code."""
         window.pending = False
         if self.stopping:  # again while a loop swallows it: the block's exit closes the window
             self._unhook_sigint()  # the Runner then restores its default handler
@@ -197,15 +253,6 @@ class _Watchdog:
 _active: _Watchdog | None = None  # the main thread's, while its loop is watched
 
 
-def checkpoint() -> None:
-    """Raise here what a signal could not raise where it landed (an evidence write, the
-    host's bookkeeping): called by the loop context on entry to each of its calls, a
-    point where the attempt's own code is running and nothing is half-done."""
-    window = _WINDOW.get()
-    if window is not None and window.pending and window.open and _active is not None:
-        _active._interrupt(window)
-
-
 @contextlib.contextmanager
 def watching(*, grace_s: float = GRACE_S, heartbeat_s: float = HEARTBEAT_S) -> Iterator[bool]:
     """Watch the running event loop for the block (see the module docstring).
@@ -216,7 +263,7 @@ def watching(*, grace_s: float = GRACE_S, heartbeat_s: float = HEARTBEAT_S) -> I
     global _active
     loop = asyncio.get_running_loop()
     if _active is not None and _active.loop.is_closed():  # left by a loop closed mid-block
-        _active, stale = None, _active
+        stale, _active = _active, None
         stale.stop()
     watchdog = _active
     if (
@@ -245,16 +292,17 @@ def watching(*, grace_s: float = GRACE_S, heartbeat_s: float = HEARTBEAT_S) -> I
             watchdog.stop()
 
 
-def watched(function: Callable[P, _Run[T]]) -> Callable[P, _Run[T]]:
+def watched(
+    function: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
     """Decorate a coroutine function: its runs are :func:`watching` blocks."""
 
-    @functools.wraps(function)
     async def run(*args: P.args, **kwargs: P.kwargs) -> T:
         with watching():
             return await function(*args, **kwargs)
 
     PASS_THROUGH.add(run.__code__)  # one code object for every decorated function
-    return run
+    return functools.wraps(function)(run)
 
 
 def request_stop() -> None:

@@ -7,7 +7,7 @@ acts only through its :class:`LoopContext` (``generate``, ``call_tool``, ``note`
 the trajectory, budgets, cancellation and seals stay the runner's. Loop parameters
 are harness fields (``loop: {_target_: ..., param: value}``) and enter its fingerprint.
 
-Built-ins:
+Built-ins (registered with ``@loop``, as a user's loop is):
 
 - ``tool-loop``: model turn; run every tool call it asks for; repeat until a reply
   without tool calls, whose text is the answer (the behaviour of every harness before
@@ -40,6 +40,7 @@ from xaytune.plugins import (
     check_params,
     code_identity,
     lookup,
+    loop,
     parameters_model,
     part_ref,
 )
@@ -86,11 +87,13 @@ async def _run_tools(ctx: LoopContext, messages: list[Message]) -> str | None:
             messages.append(Message("tool", result.content, tool_call_id=call.id))
 
 
+@loop(name="tool-loop")
 async def tool_loop(ctx: LoopContext) -> str | None:
     """The plain tool loop: turns and tool calls until a reply without tool calls."""
     return await _run_tools(ctx, list(ctx.messages))
 
 
+@loop(name="plan-then-act")
 async def plan_then_act(
     ctx: LoopContext,
     *,
@@ -105,6 +108,7 @@ async def plan_then_act(
     return await _run_tools(ctx, messages)
 
 
+@loop(name="self-check")
 async def self_check(ctx: LoopContext, *, check_prompt: str = DEFAULT_CHECK_PROMPT) -> str | None:
     """Answer with the tool loop, ask the model to check it, and take its revision."""
     messages = list(ctx.messages)

@@ -1,5 +1,10 @@
 """Tools the agent loop may call, and the toolbox that calls them safely.
 
+The contract of a tool (:class:`Tool`, :class:`ToolError`, :class:`ToolResult`) is
+:mod:`xaytune.harness.tool_contract`, a function becomes a tool through
+:class:`FunctionTool` (both re-exported here), and the built-in calculator registers
+with ``@tool`` like a user's tool; a part's author imports all of it from ``xaytune.tool``.
+
 A :class:`Toolbox` is immutable: ``register`` returns a new one. ``acall`` (the
 runner's path: async, with a per-call timeout) and ``call`` (synchronous, inline, no
 timeout) never raise for what a model or a tool does. Each check below gives a
@@ -59,16 +64,19 @@ import math
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any
 
 from xaytune.core.canonical import fingerprint, to_plain
-from xaytune.core.errors import ExecutionError, FingerprintError, XaytuneError
+from xaytune.core.errors import ExecutionError, FingerprintError
 from xaytune.harness._calculator import MAX_EXPRESSION_CHARS, CalculatorError, evaluate
+from xaytune.harness._function_tool import FunctionTool, as_tool
 from xaytune.harness._schema_subset import compile_subset, parse_arguments, subset_check
+from xaytune.harness.tool_contract import Tool, ToolError, ToolErrorWord, ToolResult, error_text
 from xaytune.models.protocol import ToolCall, ToolSchema
 from xaytune.plugins import CodeIdentity, code_identity
+from xaytune.plugins import tool as register_tool
 
 __all__ = [
     "CalculatorTool",
@@ -81,66 +89,12 @@ __all__ = [
     "as_tool",
 ]
 
-ToolErrorWord = Literal[
-    "unauthorized-tool", "unknown-tool", "bad-arguments", "tool-error", "tool-timeout"
-]
-
 # The function-name rule of OpenAI-compatible endpoints: a name outside it is
 # rejected by the provider, so it is refused here, before any run.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-@runtime_checkable
-class Tool(Protocol):
-    """A tool: a name, a JSON-schema of its arguments, and ``invoke``.
-
-    ``invoke`` receives arguments already checked and returns the text the model
-    sees; it may be ``async def``. It raises :class:`ToolError` for a tool-level
-    failure. ``version`` changes whenever the tool's behaviour does.
-
-    Optional members, read once at registration:
-
-    - ``check_arguments(arguments: dict) -> dict | str``: the tool checks its own
-      arguments and returns the ones to invoke with, or a one-line problem (the model
-      sees ``bad-arguments``); the toolbox's schema-subset checker is then not used.
-    - ``inline: bool`` (default false): a synchronous ``invoke`` that is fast and
-      bounded runs on the event loop in ``acall``, without a timeout.
-    - ``__wrapped__``: the function a wrapper tool runs; the tool's code identity is
-      taken from it rather than from the wrapper's class.
-    """
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    version: str
-
-    def invoke(self, arguments: dict[str, Any]) -> str | Awaitable[str]: ...
-
-
-class ToolError(XaytuneError):
-    """A tool-level failure the model should see (e.g. division by zero)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("tool-error", message)
-        self.detail = " ".join(message.split())
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """The outcome of one tool call. ``content`` is what the model sees.
-
-    ``elapsed_s`` is the wall time of ``invoke`` (``time.perf_counter``); a call
-    refused before ``invoke`` spent no tool time and records ``0.0``.
-    """
-
-    call_id: str
-    name: str
-    content: str
-    ok: bool
-    error: ToolErrorWord | None
-    elapsed_s: float
-
-
+@register_tool
 class CalculatorTool:
     """Exact arithmetic on one expression (see ``xaytune.harness._calculator``)."""
 
@@ -341,7 +295,7 @@ def _refused(call: ToolCall, error: ToolErrorWord, message: str) -> ToolResult:
 
 
 def _failed(call: ToolCall, error: Exception, elapsed: float) -> ToolResult:
-    text = error.detail if isinstance(error, ToolError) else _error_text(error)
+    text = error.detail if isinstance(error, ToolError) else error_text(error)
     return ToolResult(call.id, call.name, f"error: {text}", False, "tool-error", elapsed)
 
 
@@ -350,12 +304,6 @@ def _answered(call: ToolCall, content: Any, elapsed: float) -> ToolResult:
         message = f"error: tool {call.name!r} returned {type(content).__name__}, not a string"
         return ToolResult(call.id, call.name, message, False, "tool-error", elapsed)
     return ToolResult(call.id, call.name, content, True, None, elapsed)
-
-
-def _error_text(error: BaseException) -> str:
-    """``ExceptionType: first line of its message`` (just the type when it has none)."""
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
 def _check_timeout(timeout_s: float | None) -> None:
@@ -493,8 +441,3 @@ def _checker(tool: Tool, parameters: dict[str, Any]) -> Callable[[dict[str, Any]
     except FingerprintError as error:
         raise ExecutionError("unsupported-schema", f"{where}: {error}") from None
     return own  # type: ignore[no-any-return]
-
-
-# Re-exported from here (the public path); imported last because it builds on the
-# names above.
-from xaytune.harness._function_tool import FunctionTool, as_tool  # noqa: E402

@@ -8,9 +8,15 @@ the built-ins (imported only when named), and the installed packages' entry poin
 (``[project.entry-points."xaytune.tools"]``, ``xaytune.loops``, ``xaytune.scorers``,
 ``xaytune.models``, ``xaytune.environments``). A reference with a dot is imported.
 
+Built-in parts register through the same decorators (``@tool`` on the calculator,
+``@loop(name="tool-loop")``, ``@scorer(name="exact")``, ...). :data:`BUILTINS` is the
+lazy index of them: a built-in's module is imported only when its name is looked up,
+and a built-in name can be registered only by the object that index points at (its
+module, or a module of that package, and its name), so nobody else can take it.
+
 Refusals (:class:`PluginError`): ``unknown-part`` (no such name or path),
 ``import-failed`` (the user's module raised while importing), ``duplicate-part`` (a
-name registered twice for different objects).
+name registered twice for different objects, or a built-in's name taken by another).
 
 The registry holds names and objects only; it knows nothing of what a tool or a
 loop does (the harness and evaluation layers check that), and nothing of Hydra.
@@ -21,7 +27,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from importlib import metadata
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, overload
 
 from xaytune.core.errors import PluginError
 from xaytune.plugins._identity import PartKind
@@ -29,6 +35,7 @@ from xaytune.plugins._identity import PartKind
 __all__ = [
     "BUILTINS",
     "ENTRY_POINT_GROUPS",
+    "PartDecorator",
     "environment",
     "import_target",
     "lookup",
@@ -76,7 +83,17 @@ BUILTINS: dict[PartKind, dict[str, str]] = {
         # Model-written code against the task's tests, in a sandboxed child process.
         "execution": "xaytune.evaluation.scorers.execution:execution",
     },
-    "model": {"scripted": "xaytune.models.scripted:ScriptedModel"},
+    # The config's model kinds (``model.kind``) by the same names, and the scripted model.
+    "model": {
+        "scripted": "xaytune.models.scripted:ScriptedModel",
+        "simulated": "xaytune.models.simulated:SimulatedModel",
+        # The HTTP adapters' modules import aiohttp: only when named.
+        "openai_compatible": "xaytune.models.openai_compatible:OpenAICompatibleModel",
+        "anthropic": "xaytune.models.anthropic:AnthropicModel",
+        # A factory: it starts (or reuses) the process's llama.cpp server, then builds the
+        # adapter (a LlamaCppLocalModel) on it.
+        "llama_cpp_local": "xaytune.models.llama_cpp_local:llama_cpp_local_model",
+    },
     "environment": {
         "bfcl-multi-turn": "xaytune.suites.bfcl.environment:BfclMultiTurnEnvironment",
         "bfcl-functions": "xaytune.suites.bfcl.environment:BfclFunctionsEnvironment",
@@ -85,21 +102,24 @@ BUILTINS: dict[PartKind, dict[str, str]] = {
 
 _REGISTERED: dict[tuple[PartKind, str], object] = {}
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
-def register(kind: PartKind, name: str, obj: T, *, version: str | None = None) -> T:
+def register(kind: PartKind, name: str, obj: _T, *, version: str | None = None) -> _T:
     """Register ``obj`` (a function or class) as the part ``name`` of ``kind``.
 
     Registering the same object again is harmless; another object under a name
-    already taken (or a built-in's name) is refused (``duplicate-part``).
+    already taken (or a built-in's name) is refused (``duplicate-part``). A built-in
+    name is registered by the built-in itself (its module re-imported gives a new
+    object, which replaces the old one: the index names the module, not an object).
     """
     if not isinstance(name, str) or not name or "." in name or ":" in name:
         raise PluginError("bad-part", f"{kind} name {name!r}: a non-empty name without dots")
-    if name in BUILTINS[kind]:
+    builtin = BUILTINS[kind].get(name)
+    if builtin is not None and not _is_builtin(builtin, obj):
         raise PluginError("duplicate-part", f"{kind} {name!r} is a built-in name")
     current = _REGISTERED.get((kind, name))
-    if current is not None and _unwrapped(current) is not _unwrapped(obj):
+    if builtin is None and current is not None and _unwrapped(current) is not _unwrapped(obj):
         raise PluginError(
             "duplicate-part", f"{kind} {name!r} is already registered for another object"
         )
@@ -114,7 +134,35 @@ def _unwrapped(obj: object) -> object:
     return getattr(obj, "__wrapped__", obj)
 
 
-def _decorator(kind: PartKind) -> Callable[..., Any]:
+def _is_builtin(path: str, obj: object) -> bool:
+    """Whether ``obj`` is the built-in ``path`` (``package.module:name``) names: defined
+    in that module or a module of that package (``xaytune.evaluation.scorers:exact`` is
+    defined in ``xaytune.evaluation.scorers._exact``), under that name. Read from the
+    object, not imported: it is called while the built-in's own module is importing."""
+    module, _, attribute = path.partition(":")
+    defined_in = getattr(_unwrapped(obj), "__module__", None) or ""
+    in_place = defined_in == module or defined_in.startswith(module + ".")
+    return in_place and getattr(_unwrapped(obj), "__name__", None) == attribute
+
+
+class PartDecorator(Protocol):
+    """A registering decorator: ``@tool`` bare, or ``@tool(name=..., version=...)``.
+
+    Either way it gives back the object it was given, unchanged but for the two
+    attributes that record its registration (``__xaytune_part__``, and
+    ``__xaytune_version__`` when a version is declared).
+    """
+
+    @overload
+    def __call__(self, obj: _T, /) -> _T: ...
+
+    @overload
+    def __call__(
+        self, *, name: str | None = None, version: str | None = None
+    ) -> Callable[[_T], _T]: ...
+
+
+def _decorator(kind: PartKind, spelled: str) -> PartDecorator:
     def decorate(obj: Any = None, *, name: str | None = None, version: str | None = None) -> Any:
         def apply(target: Any) -> Any:
             chosen = name or getattr(target, "name", None) or target.__name__
@@ -124,19 +172,19 @@ def _decorator(kind: PartKind) -> Callable[..., Any]:
 
         return apply if obj is None else apply(obj)
 
-    decorate.__name__ = kind if kind != "model" else "model_adapter"
+    decorate.__name__ = decorate.__qualname__ = spelled
     decorate.__doc__ = (
         f"Register a {kind} under its name (``name=`` to choose one, ``version=`` to "
-        "declare a version). Usable bare (``@" + decorate.__name__ + "``) or called."
+        f"declare a version). Usable bare (``@{spelled}``) or called."
     )
-    return decorate
+    return decorate  # type: ignore[return-value]
 
 
-tool = _decorator("tool")
-loop = _decorator("loop")
-scorer = _decorator("scorer")
-model_adapter = _decorator("model")
-environment = _decorator("environment")
+tool = _decorator("tool", "tool")
+loop = _decorator("loop", "loop")
+scorer = _decorator("scorer", "scorer")
+model_adapter = _decorator("model", "model_adapter")
+environment = _decorator("environment", "environment")
 
 
 def import_target(path: str, *, where: str) -> object:

@@ -57,10 +57,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from xaytune import __version__
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
+from xaytune.core.version import __version__
 from xaytune.experiment.tree.layout import find_links
 from xaytune.experiment.tree.manifest_view import (
     ManifestView,

@@ -19,6 +19,7 @@ import dataclasses
 from typing import Any
 
 from xaytune.comparison.compare import ComparisonReport
+from xaytune.report._marks import Badge, Note
 
 __all__ = [
     "NOT_COMPARED",
@@ -247,8 +248,6 @@ def withheld_view(view: Any, report: ComparisonReport, errors: dict[str, Any] | 
     text = section.not_compared
     if text is None:
         return dataclasses.replace(view, errors=section)
-    from xaytune.report._page import Badge, Note  # the page's types (it imports this)
-
     badge = Badge(NOT_COMPARED, text)
     blank = {
         "a_mean": "—",

@@ -19,6 +19,7 @@ from typing import Any
 from xaytune.comparison.compare import ComparisonReport, MetricComparison
 from xaytune.report._diff import LeafChange, leaf_changes
 from xaytune.report._errors import withheld_view
+from xaytune.report._marks import Badge, Note
 from xaytune.report._plots import PAIRED_PLOT, cost_axis, verdict_label
 from xaytune.report._words import (
     SE_ZERO_MARK,
@@ -62,15 +63,6 @@ CONDITIONS = {
 
 
 @dataclass(frozen=True, slots=True)
-class Badge:
-    """A verdict or relation: the specification's ``word`` (also the badge's style)
-    and ``label``, the word with the favoured side named."""
-
-    word: str
-    label: str
-
-
-@dataclass(frozen=True, slots=True)
 class ObjectiveView:
     """One objective at the top of the page: its verdict and the numbers behind it."""
 
@@ -91,16 +83,6 @@ class ObjectiveView:
     aa_rate: str
     power_at: str
     present: bool  # False: withheld under aggregate disclosure, or never measured
-
-
-@dataclass(frozen=True, slots=True)
-class Note:
-    """An honesty note: ``kind`` is warning, inconclusive, interval, calibration,
-    power or reading (how to read the figures)."""
-
-    kind: str
-    title: str
-    text: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from xaytune.core.errors import SuiteError
 from xaytune.core.ids import is_valid_id
 from xaytune.suites._build import build_suite, build_suite_from_file, build_suite_from_jsonl
 from xaytune.suites._mapping import FieldMapping
-from xaytune.suites.bfcl._categories import CATEGORIES
+from xaytune.suites.bfcl import CATEGORIES
 
 __all__ = [
     "BUILTIN_SUITES",

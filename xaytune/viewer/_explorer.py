@@ -12,20 +12,33 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from xaytune.core.domain.benchmark import Task
+from xaytune.viewer._replicate import Cell
 
 if TYPE_CHECKING:
     from xaytune.viewer._comparison import ComparisonView
-    from xaytune.viewer._site import TaskRow
     from xaytune.viewer._tree import RunTree
 
-__all__ = ["INPUT_CHARS", "explorer_json", "task_text"]
+__all__ = ["INPUT_CHARS", "TaskRow", "explorer_json", "task_text"]
 
 # Characters of a task's input the explorer holds (and searches): enough to find a
 # task by what it asks, without copying a long prompt into the page.
 INPUT_CHARS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRow:
+    """One task in the index: a cell per (seed, candidate), its filters, the error
+    causes of its attempts, and its input as one line of text."""
+
+    task_id: str
+    cells: tuple[Cell, ...]
+    filters: frozenset[str]
+    causes: tuple[str, ...] = ()
+    text: str = ""
 
 
 def task_text(task: Task | None) -> str:

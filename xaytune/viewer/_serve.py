@@ -59,7 +59,8 @@ _BODY = re.compile(rb"<body[^>]*>", re.IGNORECASE)
 def _build(root: Path, suites: tuple[Path, ...], out: Path) -> str:
     """Write the viewer's site for ``root`` (a run, finished or not, or a models run's
     root) and its report pages into ``out``; a one-line summary."""
-    from xaytune.viewer import build_site, write_report_pages
+    from xaytune.viewer._build import build_site
+    from xaytune.viewer._report_pages import write_report_pages
 
     site = build_site(root, out, suites=suites)
     pages = write_report_pages(root, out)
@@ -69,7 +70,7 @@ def _build(root: Path, suites: tuple[Path, ...], out: Path) -> str:
 def _writer(root: Path) -> str | None:
     # Read from /proc/locks: a probe with a lock of its own, even a shared one, could
     # make a resume starting that instant fail ``tree-locked``.
-    from xaytune.viewer import tree_writer_pid
+    from xaytune.viewer._tree import tree_writer_pid
 
     return tree_writer_pid(root)
 

@@ -36,7 +36,7 @@ from xaytune.core.errors import XaytuneError
 from xaytune.report.jinja import render
 from xaytune.viewer._attempts import AttemptView
 from xaytune.viewer._comparison import read_comparisons
-from xaytune.viewer._explorer import explorer_json, task_text
+from xaytune.viewer._explorer import TaskRow, explorer_json, task_text
 from xaytune.viewer._filters import (
     BASE_FILTERS,
     filter_titles,
@@ -63,18 +63,6 @@ FILTERS = BASE_FILTERS
 CAUSE_TASKS_SHOWN = 30
 # Ranked tasks shown under each verdict on the entry page (the objective page has all).
 RANKED_SHOWN = 5
-
-
-@dataclass(frozen=True, slots=True)
-class TaskRow:
-    """One task in the index: a cell per (seed, candidate), its filters, the error
-    causes of its attempts, and its input as one line of text."""
-
-    task_id: str
-    cells: tuple[Cell, ...]
-    filters: frozenset[str]
-    causes: tuple[str, ...] = ()
-    text: str = ""
 
 
 @dataclass

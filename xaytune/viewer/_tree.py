@@ -34,8 +34,8 @@ from xaytune.core.domain.benchmark import (
 )
 from xaytune.core.errors import XaytuneError
 from xaytune.experiment.config import ExperimentConfig, validate_config
-from xaytune.experiment.replicate import REPLICATE_FILE
 from xaytune.experiment.tree.cache import reused_from
+from xaytune.experiment.tree.files import REPLICATE_FILE
 from xaytune.experiment.tree.intent import INTENT_FILE, previous_intents, read_intent
 from xaytune.experiment.tree.layout import LOCK_FILE
 from xaytune.experiment.tree.manifest import MANIFEST

@@ -43,8 +43,10 @@ Identity (C3): a scorer is identified by its code (dotted path, declared version
 sha256 of its module's source; see ``xaytune.plugins.code_identity``). Binding pins
 that identity into the config's ``spec.scorer.code``, so the evaluator fingerprint
 changes when the scorer's code does; measuring re-checks it (``scorer-mismatch``).
-User scorers register with ``@xaytune.plugins.scorer`` (by name) or are named by
-dotted path.
+User scorers register with ``@scorer`` (``xaytune.scorer``, by name) or are named by
+dotted path; the built-ins below register with the same decorator. :class:`Scorer` is
+the call the evaluation makes (``(answer, reference) -> bool | Score``),
+:class:`ScorerObject` a class scorer's instance.
 
 Built-ins (by config name)
 --------------------------
@@ -88,7 +90,7 @@ from xaytune.evaluation.scorers._sandbox import (
     network_isolation,
     run_in_sandbox,
 )
-from xaytune.evaluation.scorers._score import Score
+from xaytune.evaluation.scorers._score import Score, Scorer, ScorerObject
 from xaytune.evaluation.scorers._text import f1, normalized_text
 
 __all__ = [
@@ -96,6 +98,8 @@ __all__ = [
     "SandboxLimits",
     "SandboxResult",
     "Score",
+    "Scorer",
+    "ScorerObject",
     "choice",
     "exact",
     "f1",

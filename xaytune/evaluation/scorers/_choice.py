@@ -28,6 +28,7 @@ from typing import Annotated
 from pydantic import Field
 
 from xaytune.evaluation.scorers._score import Score
+from xaytune.plugins import scorer
 
 __all__ = ["choice"]
 
@@ -48,6 +49,7 @@ def _shape(letters: str) -> re.Pattern[str]:
     return re.compile(rf"{_LABEL}(?:{letter})", re.IGNORECASE | re.DOTALL | re.ASCII)
 
 
+@scorer(name="choice")
 def choice(
     answer: str,
     reference: str,

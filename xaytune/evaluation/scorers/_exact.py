@@ -12,6 +12,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from xaytune.evaluation.config import MatchRule
+from xaytune.plugins import scorer
 
 __all__ = ["exact", "normalise"]
 
@@ -51,6 +52,7 @@ def normalise(text: str, rule: MatchRule) -> str:
     return text
 
 
+@scorer(name="exact")
 def exact(answer: str, reference: str, *, match: MatchRule = _DEFAULT_MATCH) -> bool:
     """True when ``answer`` and ``reference`` are equal under ``match``."""
     return normalise(answer, match) == normalise(reference, match)

@@ -7,9 +7,12 @@ every answer: it is an error (the evaluation refuses, ``scorer-failed``).
 
 from __future__ import annotations
 
+from xaytune.plugins import scorer
+
 __all__ = ["includes"]
 
 
+@scorer(name="includes")
 def includes(answer: str, reference: str, *, case_sensitive: bool = False) -> bool:
     """True when ``reference`` occurs in ``answer``."""
     if not reference:

@@ -18,6 +18,7 @@ from typing import Any
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import FingerprintError
 from xaytune.evaluation.scorers._score import Score
+from xaytune.plugins import scorer
 
 __all__ = ["json"]
 
@@ -46,6 +47,7 @@ def _canonical(text: str) -> bytes | None:
         return None  # JSONDecodeError and _NotJson are ValueErrors
 
 
+@scorer(name="json")
 def json(answer: str, reference: str) -> Score:
     """Success when both are the same JSON value."""
     wanted = _canonical(reference)

@@ -22,6 +22,7 @@ from typing import Annotated
 from pydantic import Field
 
 from xaytune.evaluation.scorers._score import Score
+from xaytune.plugins import scorer
 
 __all__ = ["numeric", "parse_number"]
 
@@ -48,6 +49,7 @@ def _digits(number: Decimal) -> int:
     return len(number.as_tuple().digits)
 
 
+@scorer(name="numeric")
 def numeric(
     answer: str,
     reference: str,

@@ -13,9 +13,12 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from xaytune.plugins import scorer
+
 __all__ = ["regex"]
 
 
+@scorer(name="regex")
 def regex(
     answer: str,
     reference: str,

@@ -21,7 +21,7 @@ from typing import Any
 
 from xaytune.core.errors import EvaluationError, PluginError
 from xaytune.evaluation.config import MatchRule, ScorerSpec
-from xaytune.evaluation.scorers._score import Score
+from xaytune.evaluation.scorers._score import Score, Scorer
 from xaytune.plugins import CodeIdentity, check_params, code_identity, lookup, parameters_model
 
 __all__ = ["ResolvedScorer", "resolve_scorer"]
@@ -39,7 +39,8 @@ class ResolvedScorer:
     name: str
     code: CodeIdentity
     params: dict[str, Any]
-    call: Callable[[str, str], object]
+    # Typed as what it should be; ``score`` still refuses whatever else it returns.
+    call: Scorer
     where: str
     # The scorer's ``__xaytune_accepts__(task) -> None | why not``, if it declares one.
     accepts: Callable[[Any], str | None] | None = None
@@ -103,7 +104,7 @@ def resolve_scorer(spec: ScorerSpec, match: MatchRule, *, where: str) -> Resolve
             f"{spec.code.target} {spec.code.version} {spec.code.source_sha256}, current "
             f"{code.target} {code.version} {code.source_sha256}",
         )
-    call: Callable[[str, str], object]
+    call: Scorer
     if is_class:
         params = _params(part, 0, spec, match, where)
         try:

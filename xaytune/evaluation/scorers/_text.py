@@ -27,6 +27,7 @@ from pydantic import Field
 
 from xaytune.core.canonical import decimal_string
 from xaytune.evaluation.scorers._score import Score
+from xaytune.plugins import scorer
 
 __all__ = ["f1", "normalized_text", "squad_normalize", "token_f1"]
 
@@ -42,6 +43,7 @@ def squad_normalize(text: str) -> str:
     return " ".join(text.split())
 
 
+@scorer(name="normalized-text")
 def normalized_text(answer: str, reference: str) -> bool:
     """True when both are equal after SQuAD normalisation."""
     return squad_normalize(answer) == squad_normalize(reference)
@@ -56,6 +58,7 @@ def token_f1(answer: str, reference: str) -> Fraction:
     return Fraction(2 * shared, len(given) + len(wanted))
 
 
+@scorer(name="f1")
 def f1(
     answer: str,
     reference: str,

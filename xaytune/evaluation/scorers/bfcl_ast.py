@@ -46,6 +46,7 @@ from xaytune.evaluation.scorers._bfcl_calls import (
     single_call_refusal,
 )
 from xaytune.evaluation.scorers._score import Score
+from xaytune.plugins import scorer
 
 __all__ = ["AST_CATEGORIES", "bfcl_ast", "bfcl_ast_accepts"]
 
@@ -76,6 +77,7 @@ def _record(answer: str) -> tuple[dict[str, Any], list[dict[str, Any]], Any]:
     return environment.get("params") or {}, calls, record.get("text")
 
 
+@scorer(name="bfcl-ast")
 def bfcl_ast(answer: str, reference: str) -> Score:
     """BFCL's AST rule for one single-call task (module docstring)."""
     params, calls, text = _record(answer)

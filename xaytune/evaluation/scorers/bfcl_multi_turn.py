@@ -49,6 +49,7 @@ from typing import Any
 
 from xaytune.evaluation.scorers._bfcl_calls import decoded_arguments
 from xaytune.evaluation.scorers._score import Score
+from xaytune.plugins import scorer
 from xaytune.suites.bfcl.environment import BfclMultiTurnEnvironment, parse_call
 
 __all__ = ["bfcl_multi_turn", "bfcl_multi_turn_accepts"]
@@ -74,6 +75,7 @@ def _missing(expected: list[str], found: list[str]) -> list[str]:
     return missing
 
 
+@scorer(name="bfcl-multi-turn")
 def bfcl_multi_turn(answer: str, reference: str) -> Score:
     """BFCL's multi-turn rule (module docstring)."""
     params, turns = _record(answer)

@@ -28,6 +28,7 @@ from typing import Any
 
 from xaytune.evaluation.scorers._bfcl_calls import decoded_call, single_call_refusal
 from xaytune.evaluation.scorers._score import Score
+from xaytune.plugins import scorer
 
 __all__ = ["RELEVANCE_CATEGORIES", "bfcl_relevance", "bfcl_relevance_accepts"]
 
@@ -39,6 +40,7 @@ RELEVANCE_CATEGORIES = {
 }
 
 
+@scorer(name="bfcl-relevance")
 def bfcl_relevance(answer: str, reference: str) -> Score:
     """BFCL's relevance rule for one task (module docstring)."""
     record = json.loads(answer)

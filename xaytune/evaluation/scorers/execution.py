@@ -34,6 +34,7 @@ from pydantic import Field
 
 from xaytune.evaluation.scorers._sandbox import SandboxLimits, pass_token, run_in_sandbox
 from xaytune.evaluation.scorers._score import Score
+from xaytune.plugins import scorer
 
 __all__ = ["execution"]
 
@@ -75,6 +76,7 @@ def _program(
     return prefix, tests, entry_point
 
 
+@scorer(name="execution")
 def execution(
     answer: str,
     reference: str,

@@ -32,7 +32,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import xaytune
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.domain.measurement import EvaluationResult
 from xaytune.evaluation.harness import (
@@ -60,7 +59,7 @@ _log = logging.getLogger("xaytune.cache")
 @functools.cache
 def code_digest() -> str:
     """sha256 over every module of the xaytune package on disk (path and content)."""
-    package = Path(xaytune.__file__).resolve().parent
+    package = Path(__file__).resolve().parents[2]  # xaytune/experiment/tree/ -> xaytune/
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0")

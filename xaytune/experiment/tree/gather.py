@@ -23,9 +23,9 @@ from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import ComparisonError
 from xaytune.experiment.attempt_errors import ERRORS_FILE, comparison_errors, errors_bytes
 from xaytune.experiment.config import ExperimentConfig
-from xaytune.experiment.replicate import CANDIDATE_FILE, REPLICATE_FILE
 from xaytune.experiment.reports import PLOT_NAMES, page_model, write_reports
 from xaytune.experiment.summary import summary_files
+from xaytune.experiment.tree.files import CANDIDATE_FILE, REPLICATE_FILE
 from xaytune.experiment.tree.looks import with_looks
 from xaytune.harness.evidence.store import atomic_write
 

@@ -10,10 +10,11 @@ from xaytune.core.canonical import canonical_bytes, fingerprint, sha256_digest
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import ConfigError
 from xaytune.experiment.config import ExperimentConfig
+from xaytune.experiment.facets import timing_environment
 from xaytune.experiment.order import order_record
 from xaytune.experiment.parts import experiment_parts
-from xaytune.experiment.replicate import REPLICATE_FILE, timing_environment
 from xaytune.experiment.tree.cache import REUSE_FILE
+from xaytune.experiment.tree.files import REPLICATE_FILE
 from xaytune.experiment.tree.intent import config_changes, runtime_versions
 from xaytune.experiment.tree.layout import find_links
 from xaytune.harness.evidence.store import atomic_write

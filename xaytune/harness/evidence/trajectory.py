@@ -15,6 +15,7 @@ line opens with its ``prev``; only the last line is parsed.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 from dataclasses import dataclass
@@ -78,7 +79,7 @@ class ChainFacts:
     head: str
     count: int
     bytes: int
-    last_line: bytes | None
+    last_line: builtins.bytes | None  # the field above shadows the builtin in this scope
     where: str
 
     @property

@@ -11,7 +11,6 @@ fact from the suite, the source and the store, not from the evidence object.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +44,6 @@ __all__ = [
     "assemble_evidence",
     "verify_run_evidence",
 ]
-
-# Set by assemble_evidence around its call of verify_run_evidence: the evidence it
-# has just rebuilt from the store, with that suite and store (never set otherwise).
-_JUST_REBUILT: ContextVar[
-    tuple[HarnessRunEvidence, BenchmarkSuite, HarnessEvidenceStore] | None
-] = ContextVar("xaytune_just_rebuilt", default=None)
 
 
 def _check_cohort(suite: BenchmarkSuite, source: SuiteSource) -> None:
@@ -159,12 +152,8 @@ def assemble_evidence(
         intent=intent,
     )
     # The one verification; the facts it would rebuild from this store are the ones
-    # just rebuilt, so it is told (for this call only) not to read them twice.
-    token = _JUST_REBUILT.set((evidence, suite, store))
-    try:
-        verify_run_evidence(evidence, suite, source, store)
-    finally:
-        _JUST_REBUILT.reset(token)
+    # just rebuilt, so it is told not to read them twice.
+    _verify(evidence, suite, source, store, just_rebuilt=True)
     return evidence
 
 
@@ -180,15 +169,24 @@ def verify_run_evidence(
     run's intent record; None outside an experiment). Raises :class:`EvidenceError`
     with a stable reason naming task, attempt and file.
     """
-    just_rebuilt = _JUST_REBUILT.get()
-    # assemble_evidence rebuilt (and sealed) this very object from this store, in this call.
-    reuse = just_rebuilt is not None and all(
-        mine is theirs for mine, theirs in zip(just_rebuilt, (evidence, suite, store), strict=True)
-    )
-    if not reuse:
+    _verify(evidence, suite, source, store, just_rebuilt=False)
+
+
+def _verify(
+    evidence: HarnessRunEvidence,
+    suite: BenchmarkSuite,
+    source: SuiteSource,
+    store: HarnessEvidenceStore,
+    *,
+    just_rebuilt: bool,
+) -> None:
+    """:func:`verify_run_evidence`; ``just_rebuilt``: the caller (assemble_evidence)
+    rebuilt and sealed this very object from this store and suite in this call, so
+    only the claims against the source are left to check."""
+    if not just_rebuilt:
         check_evidence_object(evidence)
     assignment = _check_claims(evidence, suite, source)
-    if reuse:
+    if just_rebuilt:
         return
     store.check_schema()
     # Which attempts exist is compared before any is rebuilt: a deleted, added or

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from xaytune.core import limits
-from xaytune.core.domain.benchmark import load_jsonl_objects
+from xaytune.core.domain.suite_files import load_jsonl_objects
 from xaytune.core.errors import SuiteError
 from xaytune.core.limits import LimitError, hash_bounded
 

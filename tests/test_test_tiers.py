@@ -1,0 +1,149 @@
+"""The test suite's own machinery: tiers, the fast tier's spawn guard, in-process entry
+points, and the session's shared tree cache (tests/conftest.py, tests/support/)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import entry_runs
+import pytest
+import tree_cache
+from tiers import no_cli_spawn, spawns_an_entry_point, tiers
+
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.mark.parametrize(
+    ("args", "started"),
+    [
+        ([sys.executable, "-m", "xaytune", "--help"], "python -m xaytune"),
+        (["python", "-m", "xaytune.verify", "tree"], "python -m xaytune.verify"),
+        (["/venv/bin/xaytune", "run"], "the xaytune script"),
+        # The library's own workers and other programs are not entry points.
+        ([sys.executable, "-m", "xaytune.evaluation.scorers._sandbox_runner"], None),
+        (["chromium", "--headless"], None),
+        ("ls", None),
+    ],
+)
+def test_an_entry_point_is_told_from_its_command_line(args, started) -> None:
+    assert spawns_an_entry_point(args) == started
+
+
+def _item(path: str, *, fixtures=(), marks=(), module=None) -> SimpleNamespace:
+    names = set(marks)
+    return SimpleNamespace(
+        fspath=TESTS / path,
+        nodeid=f"tests/{path}::test_x",
+        fixturenames=list(fixtures),
+        module=module,
+        get_closest_marker=lambda name: name if name in names else None,
+    )
+
+
+def test_tiers_come_from_the_directory_the_fixtures_and_the_marks() -> None:
+    assert tiers(_item("core/test_x.py")) == ["unit"]
+    assert tiers(_item("test_architecture.py")) == ["unit"]
+    assert tiers(_item("test_console.py")) == ["app"]
+    assert tiers(_item("test_docs_site.py")) == ["app", "slow"]  # costly: a site build
+    assert tiers(_item("app/test_x.py", fixtures=["tmp_path"])) == ["app"]
+    assert tiers(_item("app/test_x.py", fixtures=["quickstart_copy"])) == ["app", "slow"]
+    assert tiers(_item("bfcl/test_x.py", fixtures=["suite_cache"])) == ["bfcl", "slow"]
+    browser = SimpleNamespace(dump_dom=None)
+    assert tiers(_item("report/test_x.py", module=browser)) == ["unit", "browser"]
+    assert tiers(_item("models/test_x.py", marks=["realmodel"])) == ["unit", "model"]
+
+
+def test_this_test_is_in_the_fast_unit_tier(request) -> None:
+    marks = {mark.name for mark in request.node.iter_markers()}
+    assert {"unit", "fast"} <= marks and not {"slow", "app"} & marks
+
+
+def test_a_fast_test_that_spawns_an_entry_point_fails_naming_it(tmp_path) -> None:
+    fast = _item("core/test_x.py", marks=["fast"])
+    before = subprocess.Popen.__init__
+    with no_cli_spawn(fast), pytest.raises(pytest.fail.Exception, match="python -m xaytune"):
+        subprocess.run([sys.executable, "-m", "xaytune", "--help"], cwd=tmp_path, check=False)
+    with no_cli_spawn(fast):  # any other program still runs
+        assert subprocess.run([sys.executable, "-c", "pass"], check=False).returncode == 0
+    assert subprocess.Popen.__init__ is before  # put back once the block is done
+    slow = _item("app/test_x.py", marks=["slow"])
+    outer = subprocess.Popen.__init__  # this (fast) test's own guard
+    with no_cli_spawn(slow):  # a slow test may spawn: nothing is patched for it
+        assert subprocess.Popen.__init__ is outer
+
+
+USER_PARTS = '''
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+'''
+
+
+def test_an_entry_point_called_in_process_is_put_back_as_it_found_things(tmp_path) -> None:
+    (tmp_path / "r1_user_parts.py").write_text(USER_PARTS)
+    cwd, argv, path = os.getcwd(), sys.argv[:], sys.path[:]
+    handlers = logging.getLogger().handlers[:]
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        result = entry_runs.call(
+            "xaytune",
+            [
+                "+experiment=quickstart",
+                "progress=false",
+                "candidates.b.tools=[r1_user_parts.shout]",
+                "--dry-run",
+            ],
+            tmp_path,
+        )
+        assert os.environ["HYDRA_FULL_ERROR"] == "1"  # the run saw it unset; now back
+    finally:
+        del os.environ["HYDRA_FULL_ERROR"]
+    assert result.returncode == 0, result.describe()
+    assert "r1_user_parts" not in sys.modules  # the next test's module is its own
+    assert (os.getcwd(), sys.argv, sys.path) == (cwd, argv, path)
+    assert logging.getLogger().handlers == handlers
+
+
+def test_an_entry_points_exit_code_and_one_line_come_back(tmp_path) -> None:
+    result = entry_runs.call("xaytune.verify", [str(tmp_path / "missing")], tmp_path)
+    assert result.returncode == 2, result.describe()
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and result.stdout == ""
+    with pytest.raises(ValueError, match="not an entry point"):
+        entry_runs.call("xaytune.nope", [], tmp_path)
+
+
+@pytest.mark.slow  # one quickstart run, in a process of its own
+def test_two_workers_asking_for_one_tree_get_one_run(tmp_path, monkeypatch) -> None:
+    spawned: list[tuple[str, ...]] = []
+    real = tree_cache.spawn
+
+    def counted(module, args, cwd, **options):  # type: ignore[no-untyped-def]
+        spawned.append(tuple(args))
+        return real(module, args, cwd, **options)
+
+    monkeypatch.setattr(tree_cache, "spawn", counted)
+    overrides = ("+experiment=quickstart", "sampling.count=1", "seeds=[1,2]")
+    made: list[tree_cache.CachedRun] = []
+    workers = [
+        threading.Thread(target=lambda: made.append(tree_cache.TreeCache(tmp_path).run(*overrides)))
+        for _ in range(2)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert spawned == [(*overrides, "progress=false")]
+    assert len(made) == 2 and made[0] == made[1]
+    assert (made[0].out / "manifest.json").is_file()
+    copy = made[0].copy_to(tmp_path / "copy")
+    assert (
+        copy != made[0].out
+        and (copy / "manifest.json").read_bytes() == (made[0].out / "manifest.json").read_bytes()
+    )
