@@ -6,9 +6,10 @@ the session's temporary directory, never in the user's cache home (XDG_CACHE_HOM
 Tiers (markers given here, from where a test lives and what it uses, so a test file
 rarely names one; ``--strict-markers`` refuses any other):
 
-- ``unit``: a room's library tested in this process (every directory but app/, bfcl/,
-  and the top-level pages tests);
-- ``app``: the command line, the run tree, the docs and README commands;
+- ``unit``: a room's library tested in this process (every directory but app/ and bfcl/,
+  and the top-level tests but those of the app tier);
+- ``app``: the command line, the run tree, the docs and README commands (tests/app/,
+  and tests/test_{console,docs_commands,docs_site,readme_parts}.py);
 - ``slow``: whole experiments or processes (a test marked so, or using a fixture that
   runs the CLI or reads a run tree it made), and the few unit tests that cost seconds
   each (listed in tests/support/tiers.py);
@@ -16,7 +17,8 @@ rarely names one; ``--strict-markers`` refuses any other):
 - ``model``: needs the local model (the ``realmodel`` tests);
 - ``bfcl``: needs the BFCL data (tests/bfcl/);
 - ``fast``: everything that is none of slow, browser, model, bfcl: the tier a developer
-  runs on every change (``python -m pytest -m fast -n 2``). A fast test never spawns a
+  runs on every change (``python -m pytest -m fast -n 4``: four workers even on two
+  cores, as many fast tests wait on a deadline or a server). A fast test never spawns a
   command-line entry point (a guard fails it): a CLI behaviour that needs a process
   belongs to a slow test.
 

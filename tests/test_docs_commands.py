@@ -70,7 +70,9 @@ NOT_RUN = {
     "python -m xaytune +experiment=quickstart": _INSTALL,
     'python3 -m venv .venv && . .venv/bin/activate && pip install -q -e ".[dev]" && '
     "bash scripts/setup-local-model.sh && bash scripts/setup-browser.sh && "
-    "bash scripts/setup-bfcl.sh && python -m pytest": _INSTALL,
+    "bash scripts/setup-bfcl.sh && python -m pytest -n logical --dist loadscope": _INSTALL,
+    "python -m pytest -n logical --dist loadscope": "the whole test suite (this test is in it)",
+    "python -m pytest -m fast -n 4": "the fast tier of the test suite (this test is in it)",
     "bash scripts/setup-bfcl.sh": "installs packages (the test command runs it)",
     "bash scripts/setup-local-model.sh": "installs packages (the test command runs it)",
     'pip install ".[joblib]" && python -m xaytune -m +experiment=quickstart seed=101,102,103 '

@@ -49,6 +49,7 @@ def _item(path: str, *, fixtures=(), marks=(), module=None) -> SimpleNamespace:
 def test_tiers_come_from_the_directory_the_fixtures_and_the_marks() -> None:
     assert tiers(_item("core/test_x.py")) == ["unit"]
     assert tiers(_item("test_architecture.py")) == ["unit"]
+    assert tiers(_item("test_concepts.py")) == ["unit"]
     assert tiers(_item("test_console.py")) == ["app"]
     assert tiers(_item("test_docs_site.py")) == ["app", "slow"]  # costly: a site build
     assert tiers(_item("app/test_x.py", fixtures=["tmp_path"])) == ["app"]

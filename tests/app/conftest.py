@@ -20,16 +20,9 @@ import pytest
 from entry_runs import REPO_ROOT, Result, call, cli_env, spawn
 from tree_cache import CachedRun, TreeCache
 
-__all__ = ["REPO_ROOT", "Result", "run_module"]
+__all__ = ["REPO_ROOT", "Result"]
 
 Runner = Callable[..., Result]
-
-
-def run_module(args: Sequence[str], cwd: Path, *, timeout: float = 240) -> Result:
-    """``python -m <args>`` in ``cwd``, in a subprocess; returns the exit code and both
-    streams."""
-    module, *rest = args
-    return spawn(module, rest, cwd, timeout=timeout)
 
 
 @pytest.fixture(scope="session", name="cli_env")

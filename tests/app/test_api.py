@@ -10,17 +10,16 @@ test; the guide's blocks run in a fresh interpreter that must never load Hydra.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 from hydra import compose, initialize_config_module
+from threaded_server import ThreadedServer
 
 import xaytune
 from xaytune.app.main import plain_config
@@ -183,7 +182,19 @@ def test_a_dry_run_returns_the_estimate_and_writes_nothing(tmp_path, monkeypatch
     result = xaytune.run(_small("dry_run=true"))
     assert result.dry_run and result.out is None and result.exit_code == 0
     assert result.estimate[-1] == "dry run: nothing was run and no output directory was kept"
+    assert result.notes == ()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sample_larger_than_the_suite_is_noted_not_printed(tmp_path, monkeypatch, capsys):
+    # arith-tools holds 240 tasks (task_count in xaytune/suites/data/arith-tools/suite.json).
+    monkeypatch.chdir(tmp_path)
+    result = xaytune.run(_small("sampling.count=500", "dry_run=true"))
+    assert result.notes == (
+        "note: sampling asks for 500 tasks; suite arith-tools has 240: every task runs "
+        "(sampling.larger_than_suite=all)",
+    )
+    assert capsys.readouterr() == ("", "")
 
 
 def test_a_validated_experiment_config_is_taken_as_its_dict(tmp_path, monkeypatch):
@@ -266,31 +277,14 @@ def test_import_xaytune_stays_light_until_run_is_used(tmp_path, cli_env):
     assert module == "xaytune.experiment.api" and hydra is False
 
 
-class _ChatEndpoint:
+class _ChatEndpoint(ThreadedServer):
     """A chat-completions endpoint on 127.0.0.1 that answers every request
     "ANSWER: 0" with usage, under ``fingerprint``; ``chats`` counts the requests."""
 
     def __init__(self) -> None:
         self.fingerprint = "fp-one"
         self.chats = 0
-        self._loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
-        self._thread.start()
-        assert ready.wait(10)
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-
-    def _serve(self, ready: threading.Event) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app)
-        self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        ready.set()
-        self._loop.run_forever()
+        super().__init__()
 
     async def _handle(self, request: web.Request) -> web.Response:
         await request.read()
@@ -313,11 +307,6 @@ class _ChatEndpoint:
                 "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
             }
         )
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
 
 
 def test_each_run_in_one_process_asks_the_endpoint_again(tmp_path):

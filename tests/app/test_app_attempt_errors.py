@@ -9,15 +9,14 @@ questions hold a "3"), not from the run's own records."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 from hydra import compose, initialize_config_module
+from threaded_server import ThreadedServer
 
 from xaytune.app.main import resolve_config, run_job
 from xaytune.audit.verify import audit_tree
@@ -67,30 +66,13 @@ def _rewrite(tree: Path, relative: str, data: bytes) -> None:
     (tree / "manifest.json").write_bytes(canonical_bytes(manifest) + b"\n")
 
 
-class _Endpoint:
+class _Endpoint(ThreadedServer):
     """A chat-completions endpoint that refuses (400, a per-request model error) every
     request without tools, i.e. every request of the tool-less ``mental`` candidate,
     and answers the others "ANSWER: 0"."""
 
     def __init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-
-    def _serve(self, ready: threading.Event) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app)
-        self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        ready.set()
-        self._loop.run_forever()
+        super().__init__()
 
     async def _handle(self, request: web.Request) -> web.Response:
         body = json.loads(await request.read() or b"{}")
@@ -109,11 +91,6 @@ class _Endpoint:
                 "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
             }
         )
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
 
 
 @pytest.fixture

@@ -133,11 +133,26 @@ def test_one_candidate_is_refused(tmp_path, xaytune):
     assert "candidates: at least two are compared" in line
 
 
+def _without_code_digests(value):
+    """``value`` with every digest of code replaced by a mark: the harness fingerprints
+    and the parts' ``source_sha256`` hash the source of the built-in tool and loop, which
+    a move of code between modules changes (issue 28) while every number stays."""
+    if isinstance(value, dict):
+        return {
+            key: "<code>" if key in ("harness_fingerprint", "source_sha256") else
+            _without_code_digests(item)
+            for key, item in value.items()
+        }  # fmt: skip
+    if isinstance(value, list):
+        return [_without_code_digests(item) for item in value]
+    return value
+
+
 def test_two_candidates_give_the_comparison_of_before(quickstart):
     # Golden: the quickstart's report.json recorded at commit f903557 (before several
     # challengers, models and the cache), without what a run cannot repeat (its time
     # metrics) or what names code identities (the comparison key hashes the model
-    # adapter's source, which changed since).
+    # adapter's source, the harness fingerprints the tool's and loop's source).
     from xaytune.core.harness_comparison import TIME_METRICS
 
     golden = json.loads((GOLDEN / "quickstart_comparison.json").read_bytes())
@@ -146,4 +161,6 @@ def test_two_candidates_give_the_comparison_of_before(quickstart):
         k: v for k, v in report["metrics"].items() if k.split("@")[0] not in TIME_METRICS
     }
     report["comparability"].pop("comparison_key")
-    assert report == golden
+    assert _without_code_digests(report) == _without_code_digests(golden)
+    # The digests are still there, and still the code's: not dropped from the report.
+    assert report["a"]["harness_fingerprint"].startswith("sha256:")

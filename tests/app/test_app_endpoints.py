@@ -6,16 +6,15 @@ subprocess because the exit code and the absence of a tree are the behaviour."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
+from threaded_server import ThreadedServer
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +33,7 @@ _REPLY = {
 }
 
 
-class Endpoint:
+class Endpoint(ThreadedServer):
     """A chat-completions endpoint in ``mode``: ``ok``, ``401``, ``404``, ``html`` (an HTML
     page with status 200) or ``no-usage``; ``fingerprint`` is its system_fingerprint.
     ``chats`` counts the chat-completion requests it received."""
@@ -43,24 +42,7 @@ class Endpoint:
         self.mode = mode
         self.fingerprint = fingerprint
         self.chats = 0
-        self._loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-
-    def _serve(self, ready: threading.Event) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app)
-        self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        ready.set()
-        self._loop.run_forever()
+        super().__init__()
 
     async def _handle(self, request: web.Request) -> web.Response:
         await request.read()
@@ -80,11 +62,6 @@ class Endpoint:
         if self.mode == "no-usage":
             reply.pop("usage")
         return web.json_response(reply)
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
 
 
 @pytest.fixture

@@ -15,8 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import run_module
-from entry_runs import call
+from entry_runs import call, spawn
 from rich.console import Console
 
 from xaytune.app.main import resume_command
@@ -35,7 +34,7 @@ from xaytune.report._terminal import terminal_table
 UNUSABLE_OUTPUTS = [
     # (overrides, the path the one line must name)
     (["hydra.run.dir=/proc/xaytune-run"], "/proc/xaytune-run"),
-    (["-m", "seed=1,2", "hydra.sweep.dir=/proc/xaytune-sweep"], "/proc/xaytune-sweep"),
+    (["seed=1,2", "hydra.sweep.dir=/proc/xaytune-sweep", "-m"], "/proc/xaytune-sweep"),
 ]
 
 
@@ -165,7 +164,7 @@ ENTRY_POINTS = [
 @pytest.mark.slow  # the smoke test of each entry point, in a process of its own
 @pytest.mark.parametrize("module", ENTRY_POINTS)
 def test_every_entry_point_help_exits_0_on_stdout(tmp_path, module):
-    result = run_module([module, "--help"], tmp_path)
+    result = spawn(module, ["--help"], tmp_path)
     assert result.returncode == 0, result.describe()
     assert result.stderr == ""
     assert "usage" in result.stdout.lower() or "python -m xaytune" in result.stdout

@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from conftest import REPO_ROOT
+from entry_runs import REPO_ROOT
 
 SERVING = re.compile(r"serving (http://127\.0\.0\.1:\d+)/index\.html \(Ctrl-C to stop\)\n")
 WORK = re.compile(r"the site is rebuilt into (\S+), removed on exit\)")

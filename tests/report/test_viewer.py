@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from _browser import dump_dom, parse, png_size, screenshot
-from conftest import REPO_ROOT, run_module
+from entry_runs import REPO_ROOT, run_module
 
 from xaytune.viewer import open_run, write_site
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from _browser import dump_dom, parse
 from _devtools import open_browser
-from conftest import run_module
+from entry_runs import run_module
 
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.suites import builtin_suite_path

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from _live_support import get, sealed_statuses, serve, snapshot, stop
-from conftest import run_module
+from entry_runs import run_module
 
 from xaytune import view
 from xaytune.console import main as xaytune

@@ -26,6 +26,7 @@ import importlib
 import io
 import logging
 import os
+import runpy
 import signal
 import subprocess
 import sys
@@ -34,13 +35,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ENTRY_POINTS", "REPO_ROOT", "Result", "call", "cli_env", "spawn"]
+__all__ = ["ENTRY_POINTS", "REPO_ROOT", "Result", "call", "cli_env", "run_module", "spawn"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-# The entry points ``python -m`` runs, and the function each one's __main__ calls.
-ENTRY_POINTS = {
-    "xaytune": ("xaytune.app.cli", "run"),
+# The entry points ``python -m`` runs, and the function each one's __main__ calls
+# (None: run the package's __main__ module itself, whatever it calls).
+ENTRY_POINTS: dict[str, tuple[str, str | None]] = {
+    "xaytune": ("xaytune", None),
     "xaytune.verify": ("xaytune.verify", "main"),
     "xaytune.compare": ("xaytune.compare", "main"),
     "xaytune.share": ("xaytune.share", "main"),
@@ -123,10 +125,20 @@ def call(
     return Result(("-m", module, *args), Path(cwd), code, out.getvalue(), err.getvalue())
 
 
-def _exit_code(owner: str, name: str, args: list[str]) -> int:
+def run_module(args: Sequence[str], cwd: Path, *, timeout: float = 240) -> Result:
+    """``python -m <args>`` in ``cwd``, run in this process (:func:`call`; ``timeout`` is
+    pytest-timeout's here). Imported from here, never from ``conftest``: which
+    conftest module that name holds depends on the directories pytest was given."""
+    module, *rest = args
+    return call(module, rest, cwd)
+
+
+def _exit_code(owner: str, name: str | None, args: list[str]) -> int:
     try:
-        entry = getattr(importlib.import_module(owner), name)
-        returned = entry() if name == "run" else entry(args)
+        if name is None:  # the Hydra app reads sys.argv
+            runpy.run_module(owner, run_name="__main__", alter_sys=False)
+            return 0
+        returned = getattr(importlib.import_module(owner), name)(args)
     except SystemExit as stop:
         if stop.code is None or isinstance(stop.code, int):
             return stop.code or 0
@@ -183,18 +195,27 @@ def _logging_state() -> _LoggingState:
 
 
 def _restore_logging(saved: _LoggingState) -> None:
-    now = _logging_state()
-    for name, (handlers, _level, _disabled, _propagate) in now.items():
+    """Loggers that existed before get back their handlers and settings (Hydra's
+    dictConfig replaces the root's); a logger first made during the run keeps what its
+    library set at import, but loses any file handler (Hydra's ``main.log`` would keep
+    writing into a finished tree)."""
+    for name, (handlers, _level, _disabled, _propagate) in _logging_state().items():
         logger = logging.getLogger(name or None)
-        kept = saved.get(name, ([], logging.NOTSET, False, True))
+        if name not in saved:
+            for handler in handlers:
+                if isinstance(handler, logging.FileHandler):
+                    logger.removeHandler(handler)
+                    handler.close()
+            continue
+        kept, level, disabled, propagate = saved[name]
         for handler in handlers:
-            if handler not in kept[0]:
+            if handler not in kept:
                 logger.removeHandler(handler)
-                handler.close()  # Hydra's main.log handler holds the finished tree's file
-        logger.handlers[:] = kept[0]
-        logger.setLevel(kept[1])
-        logger.disabled = kept[2]
-        logger.propagate = kept[3]
+                handler.close()
+        logger.handlers[:] = kept
+        logger.setLevel(level)
+        logger.disabled = disabled
+        logger.propagate = propagate
 
 
 def _forget_modules_under(cwd: Path, before: set[str]) -> None:

@@ -17,9 +17,13 @@ __all__ = ["OUTSIDE_FAST", "no_cli_spawn", "spawns_an_entry_point", "tiers"]
 
 TESTS = Path(__file__).resolve().parents[1]
 
-# The fixtures that run the CLI, or hand a test a tree a CLI run made.
+# The fixtures that run the CLI, hand a test a tree a CLI run made, or run whole
+# experiments through the library (api_run, extended, withheld_run).
 _SLOW_FIXTURES = frozenset(
     {
+        "api_run",
+        "extended",
+        "withheld_run",
         "xaytune",
         "xaytune_process",
         "cli",
@@ -63,8 +67,11 @@ _COSTLY_TESTS = (
     "tests/test_docs_site.py::",
 )
 _BROWSER_NAMES = ("dump_dom", "screenshot", "open_browser")
-# Top-level test modules of the unit tier (the others drive commands and pages).
-_UNIT_TOP_LEVEL = frozenset({"test_architecture.py", "test_test_tiers.py"})
+# Top-level test modules of the app tier (the commands, the docs pages, the README); the
+# other top-level modules (architecture, concepts, spec paths, typing ...) are unit.
+_APP_TOP_LEVEL = frozenset(
+    {"test_console.py", "test_docs_commands.py", "test_docs_site.py", "test_readme_parts.py"}
+)
 OUTSIDE_FAST = ("slow", "browser", "model", "bfcl")
 
 
@@ -76,7 +83,7 @@ def tiers(item: pytest.Item) -> list[str]:
     found = []
     if parts[0] == "bfcl":
         found.append("bfcl")
-    elif parts[0] == "app" or (len(parts) == 1 and parts[0] not in _UNIT_TOP_LEVEL):
+    elif parts[0] == "app" or parts[0] in _APP_TOP_LEVEL:
         found.append("app")
     else:
         found.append("unit")

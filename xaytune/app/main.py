@@ -220,6 +220,8 @@ def main(raw: DictConfig) -> None:
             _discard_unused(Path(hydra_cfg.runtime.output_dir))
             raise
         cfg = checked.cfg
+        for note in checked.notes:
+            print(note)
         if cfg.dry_run:
             print("\n".join(checked.estimate))
             _discard_unused(Path(hydra_cfg.runtime.output_dir))

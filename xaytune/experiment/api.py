@@ -98,13 +98,15 @@ def resolve_config(
 class CheckedExperiment:
     """An experiment :func:`check` accepted: its config, the plain dict the manifest
     records, each model's experiment in a run with several (by label), whether this is
-    one job of a sweep, and a dry run's lines."""
+    one job of a sweep, a dry run's lines, and the notes to show before it runs (a
+    sampling count above the suite's size: every task runs)."""
 
     cfg: ExperimentConfig
     plain: dict[str, Any]
     models: dict[str, tuple[ExperimentConfig, dict[str, Any]]] = field(default_factory=dict)
     sweep_job: bool = False
     estimate: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 def _model_runs(
@@ -156,8 +158,11 @@ def check(
     if sweep_job and cfg.seed is None:
         raise ConfigError("bad-config", "seed: a multirun job needs seed=<s> (sweep seed=...)")
     subs = _model_runs(plain, cfg, models, sweep_job=sweep_job)
+    notes = []
     for sub_cfg, _ in subs.values() or ((cfg, plain),):
-        preflight(sub_cfg)  # nothing is paid for before everything knowable is checked
+        note = preflight(sub_cfg)  # nothing is paid for before everything knowable is checked
+        if note is not None:
+            notes.append(note)
     estimate: tuple[str, ...] = ()
     if subs:
         tasks = len(load_source(cfg).suite.tasks)
@@ -176,7 +181,7 @@ def check(
                 *(e.judge_model for c in configs for e in c.evaluators.values()),
             ]
         )
-    return CheckedExperiment(cfg, plain, subs, sweep_job, estimate)
+    return CheckedExperiment(cfg, plain, subs, sweep_job, estimate, tuple(notes))
 
 
 def execute(
@@ -191,7 +196,9 @@ def execute(
 
     cfg = checked.cfg
     if cfg.dry_run:
-        return ExperimentResult(out=None, exit_code=0, estimate=checked.estimate, dry_run=True)
+        return ExperimentResult(
+            None, 0, estimate=checked.estimate, dry_run=True, notes=checked.notes
+        )
     watcher = _Recording(observer or SilentObserver())
     out.mkdir(parents=True, exist_ok=True)
     with tree_lock(out):  # one writer per tree
@@ -201,14 +208,21 @@ def execute(
             )
             code = max(c.exit_code for c in comparisons)
             return ExperimentResult(
-                out, code, tuple(comparisons), summary, warnings=tuple(watcher.warnings)
+                out,
+                code,
+                tuple(comparisons),
+                summary,
+                warnings=tuple(watcher.warnings),
+                notes=checked.notes,
             )
         done = run_job(cfg, checked.plain, out, compare=not checked.sweep_job, observer=watcher)
     warnings = tuple(watcher.warnings)
     if not isinstance(done, RunComparison):  # a sweep's job: its replicates, no comparison
         code = 0 if done is None else done.code
-        return ExperimentResult(out, code, warnings=warnings, model_errors=done)
-    return ExperimentResult(out, done.exit_code, (done,), warnings=warnings)
+        return ExperimentResult(
+            out, code, warnings=warnings, model_errors=done, notes=checked.notes
+        )
+    return ExperimentResult(out, done.exit_code, (done,), warnings=warnings, notes=checked.notes)
 
 
 def gather_sweep(
@@ -252,7 +266,9 @@ def run(
     checked = check(config)
     cfg = checked.cfg
     if cfg.dry_run:
-        return ExperimentResult(out=None, exit_code=0, estimate=checked.estimate, dry_run=True)
+        return ExperimentResult(
+            None, 0, estimate=checked.estimate, dry_run=True, notes=checked.notes
+        )
     if cfg.resume is not None:
         tree = Path(cfg.resume)
         if not (tree / "manifest.json").is_file():

@@ -100,15 +100,15 @@ def experiment_parts(cfg: ExperimentConfig) -> dict[str, Any]:
     return {"scorers": scorers, "model_adapter": identity.model_dump(mode="json")}
 
 
-def preflight(cfg: ExperimentConfig) -> None:
-    """Check everything knowable from ``cfg`` before any model call (see module doc)."""
+def preflight(cfg: ExperimentConfig) -> str | None:
+    """Check everything knowable from ``cfg`` before any model call (see module doc);
+    the sampling's note (a count above the suite's size, every task runs) for the
+    caller to show, or None."""
     check_objectives(cfg)
     source = load_source(cfg)
     task_count = len(source.suite.tasks)
     record_assignment(source.suite, cfg.sampling.sample(task_count), seed=cfg.job_seeds[0])
     note = cfg.sampling.note(source.suite.name, task_count)
-    if note is not None:
-        print(note)
     check_cost_config(cfg, task_count)  # dollar budgets, before a model is even built
     model = build_model(cfg.model, seed=cfg.job_seeds[0])
     model_adapter_identity(model)
@@ -119,6 +119,7 @@ def preflight(cfg: ExperimentConfig) -> None:
             bind_evaluation(evaluator, spec)
         finally:
             _close(getattr(evaluator, "judge_model", None))
+    return note
 
 
 def _close(model: Any) -> None:

@@ -165,14 +165,16 @@ class RunComparison:
 class ExperimentResult:
     """What :func:`xaytune.run` did.
 
-    ``out``: the run's tree (None for a dry run, which keeps none); ``comparisons``:
-    one per run compared (one, or one per model; none for a sweep job or a dry run);
+    ``out``: the run's tree (None for a dry run, which keeps none); ``exit_code``: what
+    ``python -m xaytune`` exits with for the same config (0, 1 for a gate in
+    ``comparison.fail_on``, 2 for model errors over the bound); ``comparisons``: one per
+    run compared (one, or one per model; none for a sweep job or a dry run);
     ``models_summary``: comparison/models.json of a run with several models;
-    ``model_errors``: a sweep job's model-error gate over the replicates it ran (a
-    comparison holds its own);
     ``estimate``: a dry run's lines (the dollar estimate, whether max_cost_usd lets it
-    run); ``exit_code``: what ``python -m xaytune`` exits with for the same config
-    (0, 1 for a gate in ``comparison.fail_on``, 2 for model errors over the bound)."""
+    run); ``warnings``: the run's warnings (the simulator's scope, an optional-stopping
+    look); ``model_errors``: a sweep job's model-error gate over the replicates it ran
+    (a comparison holds its own); ``notes``: what the checks noted (a sampling count
+    above the suite's size: every task runs)."""
 
     out: Path | None
     exit_code: int
@@ -182,6 +184,7 @@ class ExperimentResult:
     dry_run: bool = False
     warnings: tuple[str, ...] = field(default=())
     model_errors: ModelErrorGate | None = None
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.models_summary is not None:
