@@ -107,7 +107,13 @@ class BlockingModel:
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory):
-    return make_source(tmp_path_factory.mktemp("watchdog") / "suite", count=4)
+    made = make_source(tmp_path_factory.mktemp("watchdog") / "suite", count=4)
+    # One untimed run first: what a first attempt imports lazily (compiled from source in
+    # a fresh clone, while other test workers load the machine) must not count against
+    # the 1 s deadlines below, where the tasks that are not held must finish in time.
+    warm = Bench(made, tmp_path_factory.mktemp("warm") / "store", count=3)
+    assert [run.last.status for run in run_all(warm, CALC)] == ["complete"] * 3
+    return made
 
 
 @pytest.fixture
