@@ -67,3 +67,24 @@ def tree_cache(tmp_path_factory: pytest.TempPathFactory) -> TreeCache:
     """The session's run trees by command line, shared by the xdist workers
     (``tree_cache.run("+experiment=quickstart")``); never change one: copy it."""
     return TreeCache(shared_directory(tmp_path_factory.getbasetemp()))
+
+
+@pytest.fixture(scope="module")
+def machine_to_itself(tmp_path_factory):
+    """Held for a whole module by the tests whose 1 s deadlines need the machine's cores
+    (the watchdog's) and by the tests that load it most (a real llama.cpp server): under
+    xdist the two never run at the same time. An exclusive ``fcntl.flock`` on a file the
+    workers share (:func:`tree_cache.shared_directory`)."""
+    import fcntl
+
+    from tree_cache import shared_directory
+
+    directory = shared_directory(tmp_path_factory.getbasetemp())
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "machine-to-itself.lock"
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -38,6 +38,7 @@ pytestmark = [
     # pytest-timeout's default (signal) method installs its own SIGALRM handler, which
     # rightly keeps the watchdog off: these tests need the default handler.
     pytest.mark.timeout(120, method="thread"),
+    pytest.mark.usefixtures("machine_to_itself"),
 ]
 
 TOOLS = frozenset({"calculator"})

@@ -68,7 +68,7 @@ from xaytune.models.llama_cpp_local import (
 )
 from xaytune.suites import builtin_suite_path
 
-pytestmark = pytest.mark.realmodel
+pytestmark = [pytest.mark.realmodel, pytest.mark.usefixtures("machine_to_itself")]
 
 REPO = Path(__file__).resolve().parents[2]
 ADDITION = ModelRequest(
