@@ -119,6 +119,11 @@ def source(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture
 def bench(source, tmp_path: Path) -> Bench:
+    # The watchdog arms only over Python's default SIGALRM and SIGINT handlers. A test run
+    # earlier in the same xdist worker may have left others (an in-process CLI run that
+    # installed its own): start each test from the defaults, as a fresh process does.
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     HOLDING.clear()
     SWALLOWED.clear()
     SEEN.clear()
@@ -230,6 +235,7 @@ def test_a_stop_interrupts_a_loop_holding_the_event_loop(
     bench: Bench, stop: Callable[[], None]
 ) -> None:
     before = handlers()
+    assert before == (signal.SIG_DFL, signal.default_int_handler)
     harness = holding(bench, "spin")  # the default deadline (600 s) is far off
     stopper = _stop_once_holding(stop)
     with pytest.raises(KeyboardInterrupt):
