@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from xaytune.comparison import calibration as calibration
+from xaytune.comparison import calibration
 
 RATES = (0.0, 1.0, 0.5, 1 / 3, 0.7833333333333333, 1e-12, 1.0 - 1e-12, 0.999)
 

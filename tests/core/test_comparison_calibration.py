@@ -17,9 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from xaytune.comparison import calibration as calibration
-from xaytune.comparison import power as power
-from xaytune.comparison import stats as stats
+from xaytune.comparison import calibration, power, stats
 from xaytune.core.harness_comparison import compare
 
 BOTH = (("task_success", "maximize", 0.0), ("total_tokens", "minimize", 0.0))

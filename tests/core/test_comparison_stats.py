@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xaytune.comparison import stats as stats
+from xaytune.comparison import stats
 
 
 def test_wilson_interval_seven_of_ten():
