@@ -148,3 +148,23 @@ def test_two_workers_asking_for_one_tree_get_one_run(tmp_path, monkeypatch) -> N
         copy != made[0].out
         and (copy / "manifest.json").read_bytes() == (made[0].out / "manifest.json").read_bytes()
     )
+
+
+def test_a_crashed_worker_fails_the_run_at_once(tmp_path: Path) -> None:
+    """The project's pytest options (pyproject.toml) under the README's xdist command: a
+    test that ends its worker's process fails once and the run ends; the worker is not
+    replaced to run it again (pytest-xdist re-runs it on each replacement, and a
+    replacement under --dist loadscope can wait forever: its issues 1371 and 1378)."""
+    (tmp_path / "test_ok.py").write_text("def test_one():\n    pass\n")
+    (tmp_path / "test_crash.py").write_text("import os\n\ndef test_crash():\n    os._exit(1)\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2"]
+        + ["--dist", "loadscope", "-c", str(TESTS.parent / "pyproject.toml")]
+        + ["--rootdir", str(tmp_path), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout[-2000:]
+    assert "1 failed, 1 passed" in done.stdout
+    assert done.stdout.count("crashed while running") == 1
