@@ -32,8 +32,15 @@ import json
 import math
 
 from units_demo.units import parse_question
-from xaytune.models import Message, ModelIdentity, ModelReply, ModelRequest, ToolCall, Usage
-from xaytune.plugins import model_adapter
+from xaytune.model import (
+    Message,
+    ModelIdentity,
+    ModelReply,
+    ModelRequest,
+    ToolCall,
+    Usage,
+    model_adapter,
+)
 
 __all__ = ["UnitsModel"]
 

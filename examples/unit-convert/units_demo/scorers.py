@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 
-from xaytune.evaluation.scorers import Score
-from xaytune.plugins import scorer
+from xaytune.scorer import Score, scorer
 
 __all__ = ["within_percent"]
 

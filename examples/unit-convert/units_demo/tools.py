@@ -9,7 +9,7 @@ crash of the attempt.
 from __future__ import annotations
 
 from units_demo.units import FACTORS
-from xaytune.plugins import tool
+from xaytune.tool import tool
 
 __all__ = ["convert"]
 
