@@ -176,11 +176,14 @@ def test_os_exit_0_before_the_tests_is_not_a_pass():
 
 def test_a_forged_pass_marker_on_every_descriptor_is_not_a_pass():
     # The code knows the record's shape but not the token: it writes a fake marker to
-    # every descriptor it can and leaves.
+    # every descriptor it holds and leaves. (Every one it holds, not a fixed range: the
+    # marker pipe has the number it had in the scoring process, above 63 in a long-lived
+    # test worker.)
     fake = json.dumps({"outcome": "passed", "token": "guess"}) + "\n"
     solution = (
         "import os\n"
-        f"for fd in range(3, 64):\n    try:\n        os.write(fd, {fake!r}.encode())\n"
+        "for fd in sorted(int(name) for name in os.listdir('/proc/self/fd')):\n"
+        f"    try:\n        os.write(fd, {fake!r}.encode()) if fd > 2 else None\n"
         "    except OSError:\n        pass\n"
         "os._exit(0)\n"
     )
