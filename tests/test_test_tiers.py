@@ -168,3 +168,13 @@ def test_a_crashed_worker_fails_the_run_at_once(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout[-2000:]
     assert "1 failed, 1 passed" in done.stdout
     assert done.stdout.count("crashed while running") == 1
+
+
+def test_a_test_runs_with_the_signal_handlers_a_users_process_starts_with() -> None:
+    """An in-process run arms the runner's watchdog only over Python's default SIGALRM
+    handler, as in `python -m xaytune`; pytest-timeout's signal method would hold SIGALRM
+    through every test and leave the watchdog off (pyproject.toml: timeout_method)."""
+    import signal
+
+    assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
