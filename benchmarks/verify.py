@@ -14,7 +14,7 @@ assembles their evidence, then times, side by side in each of ``--repeat`` round
              file in it, no parsing
     raw      sha256 of each file's bytes already in memory (context only)
 
-The target (issue 22): verify attempts/s >= 50% of the floor's, at the default
+The target (issue 33; issue 22's was 50%): verify attempts/s >= 60% of the floor's, at the default
 attempt size (the bare simulated run, ~3.6 KB) and at ~64 KB per attempt.
 ``--reply-bytes K`` pads every model reply with K bytes of text before its answer
 line (a wrapper around the simulated model), for trajectories of a realistic size.
@@ -55,7 +55,7 @@ from xaytune.harness.evidence import (
 from xaytune.models import SimulatedModel
 from xaytune.models.protocol import ModelIdentity, ModelReply, ModelRequest
 
-TARGET = 0.5  # issue 22: verification >= 50% of the floor's attempts/s
+TARGET = 0.6  # issue 33 (issue 22: 0.5): verification >= 60% of the floor's attempts/s
 
 _FILLER = (
     "Let me restate the problem, then work through each step carefully, checking the "

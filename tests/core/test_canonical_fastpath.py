@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,6 +13,7 @@ from xaytune.core.canonical import (
     canonical_bytes,
     canonical_object_chunks,
 )
+from xaytune.core.errors import FingerprintError
 
 # Every character but lone surrogates (not I-JSON): control characters, DEL, the
 # private-use area just below U+FFFF and astral characters are all in.
@@ -102,3 +104,56 @@ def test_an_object_joined_from_its_members_bytes_is_its_canonical_bytes(value):
 def test_an_array_joined_from_batches_is_its_canonical_bytes(batches):
     flat = [item for batch in batches for item in batch]
     assert b"".join(canonical_array_chunks(batches)) == canonical_bytes(flat)
+
+
+# Long lists (a value per task in a report) are looked at whole by their items'
+# types: leaves, safe integers, and numbers spelled in one pass. Held to rfc8785.
+_LONG_ITEMS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER)
+    | _floats
+    | st.floats(min_value=1e-7, max_value=2e-4)
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LONG_ITEMS, min_size=14, max_size=40))
+def test_long_lists_of_numbers_serialise_exactly_as_rfc8785(items):
+    assert canonical_bytes(items) == rfc8785.dumps(items)
+    assert canonical_bytes({"values": items, "n": [1e-5] * 20}) == rfc8785.dumps(
+        {"values": items, "n": [1e-5] * 20}
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.none() | st.booleans() | _text, min_size=14, max_size=40))
+def test_long_lists_of_leaves_serialise_exactly_as_rfc8785(items):
+    assert canonical_bytes(items) == rfc8785.dumps(items)
+
+
+class _Int(int):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+def test_long_lists_the_fast_path_does_not_write_are_left_to_the_general_path():
+    # An unsafe integer or a non-finite float among many is refused with its reason;
+    # a subclass is written as the general path writes it.
+    long = [1, 2.5, None] * 6
+    with pytest.raises(FingerprintError) as caught:
+        canonical_bytes([*long, MAX_SAFE_INTEGER + 1])
+    assert caught.value.reason == "unsafe-integer"
+    with pytest.raises(FingerprintError) as caught:
+        canonical_bytes([*range(20), -MAX_SAFE_INTEGER - 1])
+    assert caught.value.reason == "unsafe-integer"
+    with pytest.raises(FingerprintError) as caught:
+        canonical_bytes([*long, float("nan")])
+    assert caught.value.reason == "non-finite"
+    mixed = [*long, _Int(7), _Float(0.5), True, [1e-5], {"a": 1e-6}]
+    expected = rfc8785.dumps([*long, 7, 0.5, True, [1e-5], {"a": 1e-6}])
+    assert canonical_bytes(mixed) == expected
+    assert canonical_bytes([*range(20), _Int(3)]) == rfc8785.dumps([*range(20), 3])

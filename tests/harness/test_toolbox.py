@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import math
+import pickle
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import ExecutionError
 from xaytune.harness import toolbox as toolbox_module
 from xaytune.harness.toolbox import CalculatorTool, Tool, Toolbox, ToolError, ToolResult
@@ -275,12 +278,63 @@ def test_schemas_refuse_an_unknown_name_and_name_it() -> None:
     assert "'search'" in str(caught.value)
 
 
-def test_schemas_are_snapshots_that_callers_cannot_mutate_into_the_toolbox() -> None:
+def test_schemas_are_read_only_snapshots_that_callers_cannot_mutate_into_the_toolbox() -> None:
     box = Toolbox.default()
     version = box.version
-    box.schemas(["calculator"])[0].parameters["properties"].clear()
+    parameters = box.schemas(["calculator"])[0].parameters
+    properties = parameters["properties"]
+    required = parameters["required"]
+    for change in (
+        lambda: properties.clear(),
+        lambda: properties.pop("expression"),
+        lambda: properties.update({"x": 1}),
+        lambda: properties.setdefault("x", 1),
+        lambda: properties.popitem(),
+        lambda: properties.__setitem__("x", 1),
+        lambda: properties.__delitem__("expression"),
+        lambda: properties.__ior__({"x": 1}),
+        lambda: required.append("x"),
+        lambda: required.extend(["x"]),
+        lambda: required.insert(0, "x"),
+        lambda: required.remove("expression"),
+        lambda: required.pop(),
+        lambda: required.clear(),
+        lambda: required.sort(),
+        lambda: required.reverse(),
+        lambda: required.__setitem__(0, "x"),
+        lambda: required.__delitem__(0),
+        lambda: required.__iadd__(["x"]),
+        lambda: required.__imul__(2),
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            change()
     assert box.schemas(["calculator"])[0].parameters == CalculatorTool().parameters
     assert box.version == version
+
+
+def test_schemas_are_made_once_and_are_plain_json_to_their_readers() -> None:
+    box = Toolbox.default()
+    offered = box.schemas(["calculator"])
+    # One tuple for the same names, however they are given (a model may cache by it).
+    assert box.schemas(("calculator",)) is offered
+    assert box.schemas(iter(["calculator"])) is offered
+    parameters = offered[0].parameters
+    plain = CalculatorTool().parameters
+    assert isinstance(parameters, dict) and isinstance(parameters["required"], list)
+    assert json.dumps(parameters) == json.dumps(plain)
+    assert canonical_bytes(parameters) == canonical_bytes(plain)
+    # A copy is plain, mutable data, equal to the schema.
+    for copied in (copy.deepcopy(parameters), pickle.loads(pickle.dumps(parameters))):
+        assert type(copied) is dict and type(copied["required"]) is list
+        assert type(copied["properties"]) is dict
+        copied["properties"].clear()  # changes the copy only
+    shallow = copy.copy(parameters)
+    assert type(shallow) is dict and shallow == plain
+    shallow["type"] = "array"
+    assert parameters == plain
+    with pytest.raises(ExecutionError) as refused:
+        box.schemas(["nope"])
+    assert refused.value.reason == "unknown-tool"
 
 
 def test_version_is_stable_and_independent_of_registration_order() -> None:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 
 import pytest
 
-from xaytune.harness import AttemptDeadline
+from xaytune.harness import AttemptDeadline, _watchdog
 from xaytune.harness._watchdog import AttemptWindow, watching
 
 pytestmark = [
@@ -115,3 +116,26 @@ def test_a_window_entered_while_unwatched_is_never_raised_into() -> None:
 
     assert asyncio.run(probe()) is True
     assert window.open is False
+
+
+def test_closed_windows_are_dropped_and_an_open_one_among_them_is_still_overdue() -> None:
+    # The watchdog drops closed windows in batches (once its list has doubled), not on
+    # every add: many attempts come and go, the list stays bounded, and an overdue
+    # window listed among closed ones is still found.
+    async def probe() -> tuple[int, bool, bool]:
+        with watching():
+            watchdog = _watchdog._active
+            assert watchdog is not None
+            late = AttemptWindow(0.0)
+            late.__enter__()
+            for _ in range(1_000):
+                with AttemptWindow(3600.0):
+                    pass
+            listed = len(watchdog._windows)
+            overdue = watchdog._overdue(time.monotonic())
+            late.__exit__(None, None, None)
+            return listed, overdue, watchdog._overdue(time.monotonic())
+
+    listed, overdue, after = asyncio.run(probe())
+    assert listed <= 2 * _watchdog._PRUNE_AT  # 1,001 windows added, one open
+    assert overdue and not after

@@ -21,14 +21,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from xaytune.audit.comparison import RECOMPUTE_ERRORS, cannot_recompute
 from xaytune.core.domain.benchmark import SuiteSource
-from xaytune.core.domain.measurement import TaskObservation
 from xaytune.evaluation.harness import recompute_harness_evaluation
 from xaytune.experiment.config import ExperimentConfig
-from xaytune.experiment.evaluators import configured_evaluation, observed_tasks
+from xaytune.experiment.evaluators import configured_evaluation, observed_evaluations
 from xaytune.experiment.parts import part_change
 from xaytune.experiment.tree.files import REPLICATE_FILE, evaluation_dir
 from xaytune.harness.evidence import HarnessRunEvidence
@@ -102,12 +99,12 @@ def evaluation_problems(
                 problems.append(
                     (record_path, f"evaluation-mismatch: evaluation {label} is not the evidence's")
                 )
-        for key, observations in observed_tasks(cfg, recomputed).items():
+        for key, taken_from in observed_evaluations(cfg, recomputed).items():
             if named_by_task:
                 break  # the observations follow from the tasks named above
-            if record["task_observations"].get(key) != _OBSERVATIONS.dump_python(
-                observations, mode="json"
-            ):
+            # As JSON data (what the record holds), made from the report's columns.
+            observed = taken_from.restricted.task_observations().data(key)
+            if record["task_observations"].get(key) != observed:
                 problems.append(
                     (
                         record_path,
@@ -179,10 +176,6 @@ def _json(result: Any) -> object:
     canonical writer itself serialises a model by this dump.
     """
     return result.model_dump(mode="json")
-
-
-# Per-task observations as JSON data (as :func:`_json`, for the record's lists).
-_OBSERVATIONS = TypeAdapter(tuple[TaskObservation, ...])
 
 
 def _read(path: Path) -> bytes | None:

@@ -98,7 +98,7 @@ def canonical_bytes(value: Any) -> bytes:
     place; data with a key beyond the BMP (UTF-16 key order), or anything unusual,
     goes through ``rfc8785`` whole. A property test holds the paths together.
     """
-    floats: list[float] = []
+    floats: list[float | str] = []
     try:
         data = _scan(value, floats)
         text = _STDLIB_JCS.encode(data)
@@ -132,7 +132,7 @@ _FLOAT_MARK = "\x00"
 _FLOAT_TOKEN = re.compile(r'"\\u0000(\d+)\\u0000"')
 
 
-def _scan(value: Any, floats: list[float]) -> Any:
+def _scan(value: Any, floats: list[float | str]) -> Any:
     """``value`` ready for the stdlib encoder, the same object where nothing changes.
 
     Raises :class:`_Fallback` for anything the fast path does not write exactly.
@@ -174,6 +174,20 @@ def _scan(value: Any, floats: list[float]) -> Any:
                 copy[key] = new
         return value if copy is None else copy
     if kind is list or kind is tuple:
+        if len(value) >= _LONG:
+            # A long list (a value per task) is looked at whole, by its items' types.
+            kinds = set(map(type, value))
+            if kinds <= _LEAVES:
+                return value
+            if kinds <= _INTEGERS:
+                if min(value) >= -MAX_SAFE_INTEGER and max(value) <= MAX_SAFE_INTEGER:
+                    return value
+                raise _Fallback
+            if float in kinds and kinds <= _NUMBERS:
+                # Spelled here in one pass and put in place as one placeholder,
+                # instead of a placeholder per float.
+                floats.append(_numbers_text(value))
+                return f"{_FLOAT_MARK}{len(floats) - 1}{_FLOAT_MARK}"
         items = None
         for i, item in enumerate(value):
             item_kind = type(item)
@@ -193,8 +207,42 @@ def _scan(value: Any, floats: list[float]) -> Any:
     raise _Fallback
 
 
-def _put_floats(text: str, floats: list[float]) -> str:
-    """Replace each float placeholder by the float as ``rfc8785`` writes it."""
+# Lists of at least this many items are looked at by their items' exact types.
+_LONG = 16
+_LEAVES = frozenset({str, bool, type(None)})  # written by the stdlib as RFC 8785 does
+_INTEGERS = frozenset({int})
+_NUMBERS = frozenset({float, int, bool, type(None)})  # spelled whole (_numbers_text)
+_WORDS = {None: "null", True: "true", False: "false"}
+
+
+def _numbers_text(items: Sequence[Any]) -> str:
+    """A list of floats, ints, booleans and nulls as RFC 8785 writes it (each item as
+    :func:`_scan` and :func:`_float_text` would put it); :class:`_Fallback` for an
+    item the fast path does not write."""
+    return "[" + ",".join([_number_text(item) for item in items]) + "]"
+
+
+def _number_text(item: Any) -> str:
+    kind = type(item)
+    if kind is float:
+        if item - item != 0.0:  # NaN or Infinity: refused by the general path
+            raise _Fallback
+        if item.is_integer():
+            if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return str(int(item))
+        elif abs(item) >= _SAFE_FLOAT_MIN:
+            return repr(item)
+        return _float_text(item)
+    if kind is int:
+        if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+            return str(item)
+        raise _Fallback
+    return _WORDS[item]
+
+
+def _put_floats(text: str, floats: list[float | str]) -> str:
+    """Replace each float placeholder by the float as ``rfc8785`` writes it (or by the
+    text :func:`_numbers_text` spelled for a list)."""
     found: list[int] = []
 
     def written(match: re.Match[str]) -> str:
@@ -202,7 +250,8 @@ def _put_floats(text: str, floats: list[float]) -> str:
         found.append(index)
         if index >= len(floats):
             raise _Fallback
-        return _float_text(floats[index])
+        held = floats[index]
+        return held if isinstance(held, str) else _float_text(held)
 
     text = _FLOAT_TOKEN.sub(written, text)
     # A string of the data that looks like a placeholder would show up here twice.

@@ -14,6 +14,8 @@ a few lists rather than a record per task per metric.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from itertools import repeat
+from operator import is_, is_not
 from pathlib import Path
 from typing import Any, Literal
 
@@ -87,11 +89,17 @@ class TaskColumn(BaseModel):
     def _value_xor_absence(self) -> TaskColumn:
         if len(self.values) != len(self.absences):
             raise ValueError(f"column {self.metric}: values and absences differ in length")
-        for position, (value, absence) in enumerate(zip(self.values, self.absences, strict=True)):
-            if (value is None) == (absence is None):
-                raise ValueError(
-                    f"column {self.metric}: position {position} is not a value xor an absence"
-                )
+        # Which positions hold no value must be exactly those that hold an absence:
+        # compared as two lists made in C (a column has a position per task).
+        if list(map(is_, self.values, repeat(None))) != list(
+            map(is_not, self.absences, repeat(None))
+        ):
+            pairs = zip(self.values, self.absences, strict=True)
+            for position, (value, absence) in enumerate(pairs):
+                if (value is None) == (absence is None):
+                    raise ValueError(
+                        f"column {self.metric}: position {position} is not a value xor an absence"
+                    )
         return self
 
     @classmethod
@@ -121,8 +129,43 @@ class TaskColumn(BaseModel):
             ]
         )
 
+    def observation_data(self, task_ids: tuple[str, ...]) -> list[dict[str, Any]] | None:
+        """``observations(task_ids)`` as the JSON data their dump gives
+        (``model_dump(mode="json")`` of each), made without building them; None when
+        a value is not one this spells as the dump does (then dump them)."""
+        values, spreads = self.values, self.judge_spreads or (None,) * len(task_ids)
+        if len(task_ids) != len(values) or len(spreads) != len(values):
+            return None
+        if not _PLAIN_VALUES.issuperset(map(type, values)) or not _SPREADS.issuperset(
+            map(type, spreads)
+        ):
+            return None
+        # A validated TaskObservation holds each value as a float; a non-finite float
+        # or an integer a float cannot hold exactly is left to the dump.
+        floats = [None if value is None else float(value) for value in values]
+        if any(
+            item is not None and not (-_EXACT_FLOAT <= item <= _EXACT_FLOAT)
+            for item in (*floats, *spreads)
+        ):
+            return None
+        return [
+            {
+                "task_id": task_id,
+                "position": position,
+                "value": value,
+                "absence": absence,
+                "judge_spread": spread,
+            }
+            for position, (task_id, value, absence, spread) in enumerate(
+                zip(task_ids, floats, self.absences, spreads, strict=True)
+            )
+        ]
+
 
 _OBSERVATIONS = TypeAdapter(tuple[TaskObservation, ...])
+_PLAIN_VALUES = frozenset({int, float, type(None)})
+_SPREADS = frozenset({float, type(None)})
+_EXACT_FLOAT = float(2**53)  # beyond it (or NaN, Infinity) the dump decides
 
 
 class TaskObservationView(Mapping[str, tuple[TaskObservation, ...]]):
@@ -141,6 +184,16 @@ class TaskObservationView(Mapping[str, tuple[TaskObservation, ...]]):
         if key not in self._built:
             self._built[key] = self._columns[key].observations(self._task_ids)
         return self._built[key]
+
+    def data(self, key: str) -> list[dict[str, Any]]:
+        """``self[key]`` as JSON data (each observation's ``model_dump(mode="json")``),
+        without building the observations when they are not built yet."""
+        column = self._columns[key]
+        if key not in self._built:
+            plain = column.observation_data(self._task_ids)
+            if plain is not None:
+                return plain
+        return list(_OBSERVATIONS.dump_python(self[key], mode="json"))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._columns)

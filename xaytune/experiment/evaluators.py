@@ -33,7 +33,13 @@ from xaytune.experiment.model_adapters import build_model
 from xaytune.experiment.tree import cache_evaluations
 from xaytune.experiment.tree.files import evaluation_dir
 
-__all__ = ["configured_evaluation", "configured_evaluator", "evaluate", "observed_tasks"]
+__all__ = [
+    "configured_evaluation",
+    "configured_evaluator",
+    "evaluate",
+    "observed_evaluations",
+    "observed_tasks",
+]
 
 
 def configured_evaluator(
@@ -119,13 +125,23 @@ def observed_tasks(
 ) -> dict[str, tuple[TaskObservation, ...]]:
     """The per-task observations a replicate record keeps (what the comparison's
     task-level view reads), from its evaluations."""
-    observations = {}
+    return {
+        key: evaluation.task_observations[key]
+        for key, evaluation in observed_evaluations(cfg, evaluations).items()
+    }
+
+
+def observed_evaluations(
+    cfg: ExperimentConfig, evaluations: list[HarnessEvaluation]
+) -> dict[str, HarnessEvaluation]:
+    """Per metric key :func:`observed_tasks` keeps, the evaluation it is taken from."""
+    observed = {}
     for evaluation in evaluations:
         assert evaluation.result is not None
         for key in _observed_keys(cfg):
             if evaluation.result.metric(key) is not None:
-                observations[key] = evaluation.task_observations[key]
-    return observations
+                observed[key] = evaluation
+    return observed
 
 
 def _observed_keys(cfg: ExperimentConfig) -> list[str]:

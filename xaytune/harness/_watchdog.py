@@ -59,6 +59,7 @@ __all__ = [
 HEARTBEAT_S = 0.1  # how often the loop ticks (and the thread looks)
 GRACE_S = 1.0  # how long the loop must be held before a signal is considered
 RETRY_S = 0.25  # a held signal (the handler could not act) is sent again after this
+_PRUNE_AT = 64  # windows listed before closed ones are first dropped
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -115,7 +116,8 @@ class _Watchdog:
         self.stopping = False  # a stop was requested
         # The loop's last heartbeat; until when the held code is an attempt within its time.
         self.beat, self.hold_until = time.monotonic(), 0.0
-        self._windows: list[AttemptWindow] = []
+        self._windows: list[AttemptWindow] = []  # the open ones, and some closed
+        self._prune_at = _PRUNE_AT
         self._lock = threading.Lock()  # the windows (main thread and watcher)
         # Which open window each task's code belongs to (main thread only: the runner,
         # the task factory and the signal handler). Weak: a finished task drops out.
@@ -159,7 +161,13 @@ class _Watchdog:
     def add(self, window: AttemptWindow) -> None:
         """Watch ``window``, entered by the running task: that task's code is its."""
         with self._lock:
-            self._windows = [*(w for w in self._windows if w.open), window]
+            # Closed windows are dropped once the list has doubled, not on every add
+            # (at concurrency c that was c windows walked per attempt).
+            windows = self._windows
+            windows.append(window)
+            if len(windows) > self._prune_at:
+                self._windows = windows = [w for w in windows if w.open]
+                self._prune_at = max(_PRUNE_AT, 2 * len(windows))
         task = asyncio.current_task(self.loop)
         if task is not None:
             window._task, window._previous = task, self._owners.get(task)

@@ -71,6 +71,7 @@ from typing import Any
 from xaytune.core.canonical import fingerprint, to_plain
 from xaytune.core.errors import ExecutionError, FingerprintError
 from xaytune.harness._calculator import MAX_EXPRESSION_CHARS, CalculatorError, evaluate
+from xaytune.harness._frozen_json import frozen_json
 from xaytune.harness._function_tool import FunctionTool, as_tool
 from xaytune.harness._schema_subset import compile_subset, parse_arguments, subset_check
 from xaytune.harness.tool_contract import Tool, ToolError, ToolErrorWord, ToolResult, error_text
@@ -92,6 +93,7 @@ __all__ = [
 # The function-name rule of OpenAI-compatible endpoints: a name outside it is
 # rejected by the provider, so it is refused here, before any run.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_MAX_OFFERED = 256  # name tuples whose schemas a toolbox keeps (a run offers a few)
 
 
 @register_tool
@@ -139,7 +141,7 @@ class CalculatorTool:
 class Toolbox:
     """An immutable set of tools by name; ``acall`` runs one model tool call."""
 
-    __slots__ = ("_entries", "_version")
+    __slots__ = ("_entries", "_offered", "_version")
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         entries: dict[str, _Entry] = {}
@@ -151,6 +153,7 @@ class Toolbox:
                 )
             entries[entry.name] = entry
         self._entries = entries
+        self._offered: dict[tuple[str, ...], tuple[ToolSchema, ...]] = {}
         self._version = fingerprint(
             {
                 "toolbox": "xaytune.toolbox/v1",
@@ -183,11 +186,20 @@ class Toolbox:
         return self._version
 
     def schemas(self, names: Iterable[str]) -> tuple[ToolSchema, ...]:
-        """The schemas of ``names``, in the given order, as offered to the model."""
-        return tuple(
-            ToolSchema(entry.name, entry.description, copy.deepcopy(entry.parameters))
-            for entry in self._lookup(names)
-        )
+        """The schemas of ``names``, in the given order, as offered to the model.
+
+        The same tuple for the same names, every time: its ``parameters`` are read-only
+        copies (:func:`~xaytune.harness._frozen_json.frozen_json`) made once, so no
+        model can change what another attempt is offered, and none pays for a copy.
+        """
+        key = names if type(names) is tuple else tuple(names)
+        offered = self._offered.get(key)
+        if offered is None:
+            offered = tuple(entry.offered for entry in self._lookup(key))
+            if len(self._offered) >= _MAX_OFFERED:
+                self._offered.clear()
+            self._offered[key] = offered
+        return offered
 
     def identities(self, names: Iterable[str]) -> tuple[CodeIdentity, ...]:
         """The code identities of ``names``, in the given order (``unknown-tool``)."""
@@ -377,6 +389,7 @@ class _Entry:
     asynchronous: bool
     inline: bool
     identity: CodeIdentity
+    offered: ToolSchema  # the schema as offered to the model: read-only
 
     @classmethod
     def of(cls, tool: Tool) -> _Entry:
@@ -416,6 +429,7 @@ class _Entry:
                 version=tool.version,
                 where=f"tool {name!r}",
             ),
+            ToolSchema(name, tool.description, frozen_json(parameters)),
         )
 
     def facet(self) -> dict[str, Any]:

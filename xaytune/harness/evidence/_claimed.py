@@ -20,19 +20,17 @@ accepts for the same claim.
 
 from __future__ import annotations
 
-import itertools
-import typing
 from binascii import hexlify
 from hashlib import sha256
-from operator import attrgetter
 
-from xaytune.core.canonical import MAX_SAFE_INTEGER, canonical_bytes
+from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import FingerprintError
 from xaytune.harness.evidence._records import AttemptEvidence
-from xaytune.harness.evidence._seal import seal_line
-from xaytune.harness.evidence._template import LineTemplate, json_string, placeholder
+from xaytune.harness.evidence._seal import SEAL_FORMAT
+from xaytune.harness.evidence._spell import outcome_bytes as _outcome_bytes
+from xaytune.harness.evidence._spell import spend_bytes as _spend_bytes
+from xaytune.harness.evidence._template import LineTemplate, placeholder
 from xaytune.harness.evidence.attempt_file import SEAL_PREFIX
-from xaytune.harness.evidence.store import Outcome, SpendRecord, Terminal
 from xaytune.harness.evidence.trajectory import _encode as encode_event
 
 __all__ = ["check_claimed"]
@@ -46,59 +44,11 @@ def _holes(line: bytes, names: tuple[str, ...], marks: dict[str, bytes] | None =
     return LineTemplate(line, marks).format(names)
 
 
-_SPEND_FIELDS = tuple(sorted(SpendRecord.model_fields))
-# Counts a provider may leave unreported: the fields typed ``int | None``.
-_NULLABLE = tuple(
-    name
-    for name in _SPEND_FIELDS
-    if type(None) in typing.get_args(SpendRecord.model_fields[name].annotation)
-)
-
-
-def _spend_formats() -> dict[tuple[bool, ...], tuple[bytes, attrgetter]]:
-    """The canonical spend with a ``%d`` per count, for each way its unreported
-    counts may be null (``null`` written in): (the format, the getter of its counts
-    from a spend record, in order)."""
-    line = canonical_bytes({name: placeholder(name) for name in _SPEND_FIELDS})
-    line = line.replace(b"%", b"%%")
-    formats = {}
-    for nulls in itertools.product((False, True), repeat=len(_NULLABLE)):
-        null = {name for name, is_null in zip(_NULLABLE, nulls, strict=True) if is_null}
-        spelled = line
-        for name in _SPEND_FIELDS:
-            hole = b"null" if name in null else b"%d"
-            spelled = spelled.replace(canonical_bytes(placeholder(name)), hole)
-        counts = [name for name in _SPEND_FIELDS if name not in null]
-        formats[nulls] = (spelled, attrgetter(*counts))
-    return formats
-
-
-_SPENDS = _spend_formats()
-_nulls = attrgetter(*_NULLABLE)
-
-_OUTCOME_FIELDS = tuple(sorted(Outcome.model_fields))
-_OUTCOME = _holes(
-    canonical_bytes({name: placeholder(name) for name in _OUTCOME_FIELDS}), _OUTCOME_FIELDS
-)
-assert _OUTCOME_FIELDS == ("answer", "detail", "terminal")
-_TERMINALS = {word: canonical_bytes(word) for word in typing.get_args(Terminal)}
 _STATUSES = {"complete": b'"complete"', "partial": b'"partial"'}
 
-# The seal line of an attempt that was not recovered, as seal_line spells it.
-_SEAL = _holes(
-    seal_line(
-        number=placeholder("number"),
-        status=placeholder("status"),
-        outcome=placeholder("outcome"),
-        spend=placeholder("spend"),
-        events=placeholder("events"),
-        bytes=placeholder("bytes"),
-        head=placeholder("head"),
-        record_digest=placeholder("record"),
-        recovered=False,
-    ),
-    ("number", "record", "outcome", "spend", "status", "bytes", "events", "head"),
-)
+# The seal line of an attempt that was not recovered, as seal_line spells it (the
+# writer's own format of its holes).
+_SEAL = SEAL_FORMAT
 
 # An end event's line after its ``{"prev":"<digest>"`` (checked with the chain), as
 # the trajectory writer spells it.
@@ -117,30 +67,6 @@ _END = _holes(
     {"seq": placeholder("seq").encode()}
     | {name: canonical_bytes(placeholder(name)) for name in _END_HOLES[1:]},
 )
-
-
-def _spend_bytes(spend: SpendRecord) -> bytes | None:
-    """The spend as the writer writes it; None for a value no writer writes (a count
-    below zero or beyond 2^53 - 1, a null where a count must be reported)."""
-    spelled, counts_of = _SPENDS[tuple(value is None for value in _nulls(spend))]
-    counts = counts_of(spend)
-    try:
-        if min(counts) < 0 or max(counts) > MAX_SAFE_INTEGER:
-            return None
-        return spelled % counts
-    except TypeError:  # a null count that must be reported
-        return None
-
-
-def _outcome_bytes(outcome: Outcome | None) -> bytes:
-    if outcome is None:
-        return b"null"
-    answer, detail = outcome.answer, outcome.detail
-    return _OUTCOME % (
-        b"null" if answer is None else json_string(answer),
-        b"null" if detail is None else json_string(detail),
-        _TERMINALS[outcome.terminal],
-    )
 
 
 def check_claimed(

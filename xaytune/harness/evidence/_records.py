@@ -14,13 +14,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from xaytune.core.canonical import (
-    canonical_array_chunks,
-    canonical_bytes,
-    canonical_object_chunks,
-)
+from xaytune.core.canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_object_chunks
 from xaytune.core.domain.benchmark import SeededSample
+from xaytune.core.errors import FingerprintError
 from xaytune.core.frozen import FrozenRecord
+from xaytune.harness.evidence._spell import exact_outcome_bytes, exact_spend_bytes
+from xaytune.harness.evidence._template import LineTemplate, json_string, placeholder
 from xaytune.harness.evidence.store import Outcome, SpendRecord
 from xaytune.models.protocol import ModelIdentity
 
@@ -109,7 +108,8 @@ class HarnessRunEvidence(BaseModel):
     def canonical_chunks(self, *, digest: bool = True, remember: bool = False) -> Iterator[bytes]:
         """The canonical bytes of this evidence (without ``digest`` unless ``digest``),
         in pieces: ``b"".join(...)`` is ``canonical_bytes(self.model_dump(mode="json",
-        by_alias=True, ...))``, but the entries are dumped a batch at a time.
+        by_alias=True, ...))``, but the entries are spelled a batch at a time from their
+        values (:func:`_entries_chunks`), not dumped and encoded.
 
         With ``remember``, the pieces but the digest member's (the content's canonical
         bytes) are hashed as they are made, and once the last is taken the content
@@ -121,7 +121,7 @@ class HarnessRunEvidence(BaseModel):
         members: dict[str, Iterable[bytes]] = {
             key: (canonical_bytes(value),) for key, value in head.items()
         }
-        members["entries"] = canonical_array_chunks(_entry_batches(self.entries))
+        members["entries"] = _entries_chunks(self.entries)
         content = canonical_object_chunks(members)
         hasher = hashlib.sha256() if remember else None
         if hasher is not None:
@@ -177,8 +177,108 @@ def _hashed(chunks: Iterator[bytes], hasher: Any) -> Iterator[bytes]:
 _ENTRY_LIST = TypeAdapter(list[EvidenceEntry])
 
 
-def _entry_batches(entries: tuple[EvidenceEntry, ...]) -> Iterator[list[Any]]:
+def _entries_chunks(entries: tuple[EvidenceEntry, ...]) -> Iterator[bytes]:
+    """The canonical bytes of the entries array, a batch at a time. Each batch is
+    spelled from its records' values (:func:`_entry_bytes`); a batch holding anything
+    that spelling does not write exactly is dumped and canonicalised as before."""
+    yield b"["
     for start in range(0, len(entries), _BATCH):
-        yield _ENTRY_LIST.dump_python(
-            list(entries[start : start + _BATCH]), mode="json", by_alias=True
-        )
+        batch = entries[start : start + _BATCH]
+        try:
+            inner = b",".join(map(_entry_bytes, batch))
+        except (_Unspelled, FingerprintError, KeyError):
+            dumped = _ENTRY_LIST.dump_python(list(batch), mode="json", by_alias=True)
+            inner = canonical_bytes(dumped)[1:-1]  # "[a,b]" -> "a,b"
+        yield b"," + inner if start else inner
+    yield b"]"
+
+
+class _Unspelled(Exception):
+    """A record :func:`_entry_bytes` does not spell exactly: the general path does."""
+
+
+def _format(fields: tuple[str, ...]) -> bytes:
+    """The canonical bytes of a record with these fields as a ``%s`` format of them,
+    in ``fields``' order (which must be the canonical key order)."""
+    line = canonical_bytes({name: placeholder(name) for name in fields})
+    marks = {name: canonical_bytes(placeholder(name)) for name in fields}
+    return LineTemplate(line, marks).format(fields)
+
+
+# Each record's fields in canonical key order (checked against the models below).
+_ENTRY_FIELDS = ("attempts", "position", "spec_fingerprint", "status", "task_id")
+_ATTEMPT_FIELDS = (
+    "attempt",
+    "outcome",
+    "record_digest",
+    "recovered",
+    "seal_digest",
+    "spend",
+    "status",
+    "trajectory_events",
+    "trajectory_head",
+)
+assert set(_ENTRY_FIELDS) == set(EvidenceEntry.model_fields)
+assert set(_ATTEMPT_FIELDS) == set(AttemptEvidence.model_fields)
+_ENTRY = _format(_ENTRY_FIELDS)
+_ATTEMPT = _format(_ATTEMPT_FIELDS)
+_BOOLEANS = {True: b"true", False: b"false"}
+
+
+def _integer(value: object) -> bytes:
+    if type(value) is not int or not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        raise _Unspelled
+    return b"%d" % value
+
+
+def _text(value: object) -> bytes:
+    if type(value) is not str:
+        raise _Unspelled
+    return json_string(value)
+
+
+def _entry_bytes(entry: EvidenceEntry) -> bytes:
+    """``canonical_bytes(entry.model_dump(mode="json"))`` spelled from the entry's
+    values, which must be exactly of the types validation gives (an ``int`` is not a
+    ``bool``, a ``str`` no subclass, no extra value): raises :class:`_Unspelled`
+    (or ``KeyError``, ``FingerprintError``) for any other record."""
+    if type(entry) is not EvidenceEntry or entry.__pydantic_extra__:
+        raise _Unspelled
+    facts = entry.__dict__
+    attempts = facts["attempts"]
+    if len(facts) != len(_ENTRY_FIELDS) or type(attempts) is not tuple:
+        raise _Unspelled
+    return _ENTRY % (
+        b"[" + b",".join(map(_attempt_bytes, attempts)) + b"]",
+        _integer(facts["position"]),
+        _text(facts["spec_fingerprint"]),
+        _text(facts["status"]),
+        _text(facts["task_id"]),
+    )
+
+
+def _attempt_bytes(attempt: AttemptEvidence) -> bytes:
+    if type(attempt) is not AttemptEvidence or attempt.__pydantic_extra__:
+        raise _Unspelled
+    facts = attempt.__dict__
+    outcome = exact_outcome_bytes(facts["outcome"])
+    spend = exact_spend_bytes(facts["spend"])
+    recovered = facts["recovered"]
+    if (
+        len(facts) != len(_ATTEMPT_FIELDS)
+        or outcome is None
+        or spend is None
+        or type(recovered) is not bool
+    ):
+        raise _Unspelled
+    return _ATTEMPT % (
+        _integer(facts["attempt"]),
+        outcome,
+        _text(facts["record_digest"]),
+        _BOOLEANS[recovered],
+        _text(facts["seal_digest"]),
+        spend,
+        _text(facts["status"]),
+        _integer(facts["trajectory_events"]),
+        _text(facts["trajectory_head"]),
+    )

@@ -4,10 +4,12 @@ form (:func:`seal_problem`), so verification and assembly refuse the same seals.
 
 from __future__ import annotations
 
+import builtins
 import typing
 from typing import Any
 
-from xaytune.core.canonical import canonical_bytes
+from xaytune.core.canonical import MAX_SAFE_INTEGER, canonical_bytes
+from xaytune.harness.evidence._template import LineTemplate, json_string, placeholder
 from xaytune.harness.evidence.store import (
     SEAL_SCHEMA,
     AttemptSeal,
@@ -18,7 +20,7 @@ from xaytune.harness.evidence.store import (
 )
 from xaytune.harness.evidence.trajectory import WRITER
 
-__all__ = ["seal_facts", "seal_line", "seal_problem"]
+__all__ = ["SEAL_FORMAT", "seal_facts", "seal_line", "seal_line_of", "seal_problem"]
 
 # The seal's form, as its records name it.
 _SEAL_KEYS = frozenset(field.alias or name for name, field in AttemptSeal.model_fields.items())
@@ -68,6 +70,66 @@ def seal_facts(
 def seal_line(**facts: Any) -> bytes:
     """The seal of :func:`seal_facts` as its line: canonical, newline-terminated."""
     return canonical_bytes(seal_facts(**facts)) + b"\n"
+
+
+# The seal line of an attempt that was not recovered, spelled once by seal_line itself
+# with placeholders, as a ``%`` format of its holes (in the line's order).
+_HOLES = ("number", "record", "outcome", "spend", "status", "bytes", "events", "head")
+_MARKS = {name: canonical_bytes(placeholder(name)) for name in _HOLES}
+SEAL_FORMAT = LineTemplate(
+    seal_line(
+        number=placeholder("number"),
+        status=placeholder("status"),
+        outcome=placeholder("outcome"),
+        spend=placeholder("spend"),
+        events=placeholder("events"),
+        bytes=placeholder("bytes"),
+        head=placeholder("head"),
+        record_digest=placeholder("record"),
+        recovered=False,
+    ),
+    _MARKS,
+).format(_HOLES)
+_STATUS_BYTES = {status: canonical_bytes(status) for status in _STATUSES}
+
+
+def seal_line_of(
+    *,
+    number: int,
+    status: str,
+    outcome: bytes,
+    spend: bytes,
+    events: int,
+    bytes: int,
+    head: str,
+    record_digest: str,
+) -> builtins.bytes | None:
+    """:func:`seal_line` of an attempt that was not recovered, from its outcome's and
+    spend's canonical bytes (``outcome``, ``spend``: spelled once for the seal and the
+    end event): ``seal_line(..., outcome=o, spend=s, recovered=False)`` where
+    ``outcome == canonical_bytes(o)`` and ``spend == canonical_bytes(s)``.
+
+    None for a fact it does not spell exactly as :func:`seal_line` does (a count that
+    is not a safe integer, an unknown status): the caller takes :func:`seal_line`.
+    """
+    status_bytes = _STATUS_BYTES.get(status) if type(status) is str else None
+    counts = (number, bytes, events)
+    if status_bytes is None or not all(
+        type(count) is int and -MAX_SAFE_INTEGER <= count <= MAX_SAFE_INTEGER for count in counts
+    ):
+        return None
+    if type(head) is not str or type(record_digest) is not str:
+        return None
+    return SEAL_FORMAT % (
+        b"%d" % number,
+        json_string(record_digest),
+        outcome,
+        spend,
+        status_bytes,
+        b"%d" % bytes,
+        b"%d" % events,
+        json_string(head),
+    )
 
 
 def seal_problem(seal: Any) -> str | None:

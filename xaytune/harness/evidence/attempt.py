@@ -1,6 +1,8 @@
 """One attempt on disk while it runs: claim, spec and record, events, seal.
 
-See :mod:`xaytune.harness.evidence.attempt_file` for the file an attempt writes.
+See :mod:`xaytune.harness.evidence.attempt_file` for the file an attempt writes, and
+:mod:`xaytune.harness.evidence.attempt_record` for its spec and record lines (their
+names are re-exported here).
 """
 
 from __future__ import annotations
@@ -12,18 +14,31 @@ from typing import Any
 
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.errors import EvidenceError
-from xaytune.harness.evidence._io import durable_dir, write_all, write_file
-from xaytune.harness.evidence._seal import seal_line
-from xaytune.harness.evidence._template import LineTemplate, json_string, placeholder
+from xaytune.harness.evidence._io import durable_dir, write_file
+from xaytune.harness.evidence._seal import seal_line, seal_line_of
+from xaytune.harness.evidence._spell import exact_outcome_bytes, spend_bytes
 from xaytune.harness.evidence.attempt_file import attempt_name, split_attempt
+from xaytune.harness.evidence.attempt_record import (
+    RecordTemplate,
+    attribution_facts,
+    attribution_of,
+    record_bytes,
+    record_line,
+    spec_bytes,
+)
 from xaytune.harness.evidence.journal import SealJournal
 from xaytune.harness.evidence.store import (
     Outcome,
     Spend,
+    SpendRecord,
     StoredAttempt,
     claim_attempt,
 )
-from xaytune.harness.evidence.trajectory import WRITER, TrajectoryWriter, verify_chain
+from xaytune.harness.evidence.trajectory import (
+    TrajectoryWriter,
+    end_event_line,
+    verify_chain,
+)
 from xaytune.harness.spec import AgentExecutionSpec
 
 __all__ = [
@@ -36,11 +51,6 @@ __all__ = [
     "recover_open_attempt",
     "spec_bytes",
 ]
-
-
-def spec_bytes(spec: AgentExecutionSpec) -> bytes:
-    """A spec as an attempt file's first line: the bytes its fingerprint covers."""
-    return spec.canonical + b"\n"
 
 
 def _check_same_spec(directory: str, number: int, spec_line: bytes) -> None:
@@ -58,137 +68,6 @@ def _check_same_spec(directory: str, number: int, spec_line: bytes) -> None:
                 f"{path}: the task was run under another spec; use a fresh output directory",
             )
         return
-
-
-def attribution_facts(
-    *,
-    suite_digest: str,
-    assignment_digest: str,
-    task_id: str,
-    position: int,
-    seed: int,
-    replicate: int,
-    harness_fingerprint: str,
-    spec_fingerprint: str,
-    intent: str | None = None,
-) -> dict[str, Any]:
-    """A record's attribution: what the writer records and verification expects.
-
-    ``intent`` is the digest of the run's intent record (what the run set out to do,
-    written before it ran), or None for an attempt run outside an experiment.
-    """
-    return {
-        "suite_digest": suite_digest,
-        "assignment_digest": assignment_digest,
-        "task_id": task_id,
-        "position": position,
-        "seed": seed,
-        "replicate": replicate,
-        "harness_fingerprint": harness_fingerprint,
-        "spec_fingerprint": spec_fingerprint,
-        "intent": intent,
-    }
-
-
-def attribution_of(spec: AgentExecutionSpec, *, intent: str | None = None) -> dict[str, Any]:
-    """The attribution a task-bound spec's attempts record (under ``intent``)."""
-    binding = spec.binding
-    assert binding is not None
-    return attribution_facts(
-        intent=intent,
-        suite_digest=binding.suite_digest,
-        assignment_digest=binding.assignment_digest,
-        task_id=binding.task_id,
-        position=binding.position,
-        seed=binding.seed,
-        replicate=spec.replicate,
-        harness_fingerprint=spec.harness_fingerprint,
-        spec_fingerprint=spec.fingerprint,
-    )
-
-
-def record_bytes(number: int, attribution: dict[str, Any], model: bytes) -> bytes:
-    """An attempt record line: the canonical record, newline-terminated.
-
-    ``model`` is the canonical bytes of the serving identity (computed once per
-    model by the runner). The record's keys are written in their canonical (sorted)
-    order around canonical values, so the bytes are ``canonical_bytes(record)``;
-    verification rebuilds them from the facts it expects and compares.
-    """
-    return b"".join(
-        (
-            b'{"attempt":%d,"attribution":' % number,
-            canonical_bytes(attribution),
-            b',"model":',
-            model,
-            b',"schema":"xaytune.attempt/v3","writer":',
-            _WRITER_JSON,
-            b"}\n",
-        )
-    )
-
-
-_WRITER_JSON = canonical_bytes(WRITER)
-
-
-_RECORD_HOLES = ("position", "spec_fingerprint", "task_id")
-
-
-class RecordTemplate:
-    """:func:`record_bytes` for the attempts of one replicate, as a template.
-
-    Everything but the attempt number, task id, position and spec fingerprint is
-    the same for every attempt of a replicate, so its record is built once, through
-    :func:`attribution_facts` and :func:`record_bytes` themselves, with placeholders
-    for those, and each record is that line filled in:
-    ``line(...) == record_bytes(number, attribution_facts(...), model)``.
-    Verification compares a stored record with it.
-    """
-
-    __slots__ = ("_format",)
-
-    _HEAD = b'{"attempt":0,'
-
-    def __init__(
-        self,
-        *,
-        suite_digest: str,
-        assignment_digest: str,
-        seed: int,
-        replicate: int,
-        harness_fingerprint: str,
-        model: bytes,
-        intent: str | None = None,
-    ) -> None:
-        attribution = attribution_facts(
-            intent=intent,
-            suite_digest=suite_digest,
-            assignment_digest=assignment_digest,
-            seed=seed,
-            replicate=replicate,
-            harness_fingerprint=harness_fingerprint,
-            **{name: placeholder(name) for name in _RECORD_HOLES},  # type: ignore[arg-type]
-        )
-        line = record_bytes(0, attribution, model)
-        assert line.startswith(self._HEAD)
-        template = LineTemplate(
-            b'{"attempt":\x00attempt,' + line[len(self._HEAD) :],
-            {
-                "attempt": b"\x00attempt",
-                **{name: canonical_bytes(placeholder(name)) for name in _RECORD_HOLES},
-            },
-        )
-        # The attribution's keys are sorted: position, spec_fingerprint, task_id.
-        self._format = template.format(("attempt", *_RECORD_HOLES))
-
-    def line(self, number: int, *, task_id: str, position: int, spec_fingerprint: str) -> bytes:
-        """The record line of attempt ``number`` of the task at ``position``."""
-        return self._format % (
-            b"%d" % number,
-            b"%d" % position,
-            json_string(spec_fingerprint),
-            json_string(task_id),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,15 +137,17 @@ class AttemptSession:
                 _check_same_spec(os.path.dirname(path), number, spec_line)
             if model_bytes is None:
                 model_bytes = canonical_bytes(model)
-            raw = record_bytes(number, attribution_of(self.spec, intent=self.intent), model_bytes)
-            write_all(fd, spec_line + raw)
+            raw = record_line(self.spec, number, model_bytes, self.intent)
         except BaseException:
             os.close(fd)
             os.remove(path)  # nothing was recorded under this claim
             raise
         self.number, self.path, self._fd = number, path, fd
         self._record_digest = sha256_digest(raw)
-        self._writer = TrajectoryWriter(fd, genesis=self._record_digest)
+        # The spec and record go out with the first event (the attempt's start, with
+        # no await in between): one write. Until then the file is an empty claim, as
+        # it is between the claim and any write; close() writes them if no event did.
+        self._writer = TrajectoryWriter(fd, genesis=self._record_digest, unwritten=spec_line + raw)
 
     def event(self, kind: str, payload: dict[str, Any]) -> None:
         if self._writer is not None:
@@ -289,29 +170,60 @@ class AttemptSession:
         crash leaves an open attempt, never a torn sealed one. A group commit (see
         ``GroupCommit``) skips these fsyncs and makes a whole batch durable with one
         sync before its seal lines are appended and one after.
+
+        The outcome and spend are spelled once, for the end event and the seal
+        (``_spelled``); a value that spelling does not cover goes through the
+        encoders as before, to the same bytes.
         """
         status = "complete" if outcome is not None else "partial"
-        outcome_dict = None if outcome is None else outcome.model_dump(mode="json")
-        spend_dict = spend.as_dict()
-        self.event("end", {"status": status, "outcome": outcome_dict, "spend": spend_dict})
         writer = self._writer
         if writer is None or self.path is None:
+            self.events += 1  # an unwritten attempt still counts its end event
             return None
+        spelled = _spelled(outcome, spend)
+        if spelled is not None:
+            outcome_json, spend_json = spelled
+            writer.append_line(
+                end_event_line(
+                    writer.head,
+                    writer.count,
+                    status=_STATUS_JSON[status],
+                    outcome=outcome_json,
+                    spend=spend_json,
+                )
+            )
+            self.events += 1
+        else:
+            self.event("end", _end_payload(status, outcome, spend))
         if self.durable:
             os.fsync(self._fd)
             durable_dir(os.path.dirname(self.path), durable=True)
         self.close()
-        raw = seal_line(
-            number=self.number,
-            status=status,
-            outcome=outcome_dict,
-            spend=dict(spend_dict),
-            events=writer.count,
-            bytes=writer.bytes,
-            head=writer.head,
-            record_digest=self._record_digest,
-            recovered=False,
-        )
+        raw = None
+        if spelled is not None:
+            raw = seal_line_of(
+                number=self.number,
+                status=status,
+                outcome=spelled[0],
+                spend=spelled[1],
+                events=writer.count,
+                bytes=writer.bytes,
+                head=writer.head,
+                record_digest=self._record_digest,
+            )
+        if raw is None:
+            payload = _end_payload(status, outcome, spend)
+            raw = seal_line(
+                number=self.number,
+                status=status,
+                outcome=payload["outcome"],
+                spend=payload["spend"],
+                events=writer.count,
+                bytes=writer.bytes,
+                head=writer.head,
+                record_digest=self._record_digest,
+                recovered=False,
+            )
         binding = self.spec.binding
         assert binding is not None
         journal = self.journal
@@ -328,8 +240,43 @@ class AttemptSession:
 
     def close(self) -> None:
         if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+            fd, self._fd = self._fd, -1
+            try:
+                if self._writer is not None:
+                    self._writer.flush()
+            finally:
+                os.close(fd)
+
+
+_STATUS_JSON = {"complete": b'"complete"', "partial": b'"partial"'}
+_SPEND_FIELDS = frozenset(Spend.__dataclass_fields__)
+# spend_bytes reads a Spend by the record's field names.
+assert frozenset(SpendRecord.model_fields) == _SPEND_FIELDS
+_COUNT_TYPES = frozenset({int, type(None)})
+
+
+def _end_payload(status: str, outcome: Outcome | None, spend: Spend) -> dict[str, Any]:
+    """The end event's payload (the general path's, encoded by the trajectory's encoder)."""
+    return {
+        "status": status,
+        "outcome": None if outcome is None else outcome.model_dump(mode="json"),
+        "spend": spend.as_dict(),
+    }
+
+
+def _spelled(outcome: Outcome | None, spend: Spend) -> tuple[bytes, bytes] | None:
+    """The outcome's and spend's canonical bytes, spelled without an encoder, or None
+    where the spelling does not cover them (a subclass, a count of another type or
+    beyond 2^53, text with no canonical JSON). For these values (text, ``null``,
+    integers; keys in ASCII) canonical JSON and the trajectory's sorted compact JSON
+    are the same bytes, so both the end event and the seal take them."""
+    if type(spend) is not Spend or not _COUNT_TYPES.issuperset(map(type, spend.as_dict().values())):
+        return None
+    outcome_json = exact_outcome_bytes(outcome)
+    spend_json = spend_bytes(spend)  # type: ignore[arg-type]  # same fields as a record
+    if outcome_json is None or spend_json is None:
+        return None
+    return outcome_json, spend_json
 
 
 def recover_open_attempt(

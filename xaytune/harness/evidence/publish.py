@@ -10,7 +10,6 @@ and a published record edited on disk is refused when loaded.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import stat
@@ -20,8 +19,9 @@ from typing import BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from xaytune.core.canonical import canonical_array_chunks, canonical_bytes, canonical_object_chunks
+from xaytune.core.canonical import canonical_bytes, canonical_object_chunks
 from xaytune.core.errors import EvidenceError, FingerprintError
+from xaytune.harness.evidence._template import LineTemplate, json_string, placeholder
 from xaytune.harness.evidence.attempt_file import attempt_name
 from xaytune.harness.evidence.store import HarnessEvidenceStore, atomic_write_chunks
 from xaytune.harness.evidence.verify import EvidenceEntry, HarnessRunEvidence, check_evidence_object
@@ -83,16 +83,46 @@ def statement_chunks(evidence: HarnessRunEvidence, *, remember: bool = False) ->
     pieces (the statement of a large run is never held whole as data). With
     ``remember``, the evidence's content digest is computed on the way and remembered
     (:meth:`HarnessRunEvidence.canonical_chunks`)."""
-    subjects = _subjects(evidence)
-    batches = iter(lambda: list(itertools.islice(subjects, 2048)), [])
     members: dict[str, Iterable[bytes]] = {
         "_type": (canonical_bytes(STATEMENT_TYPE),),
-        "subject": canonical_array_chunks(batches),
+        "subject": _subject_chunks(evidence),
         "predicateType": (canonical_bytes(PREDICATE_TYPE),),
         "predicate": evidence.canonical_chunks(remember=remember),
     }
     yield from canonical_object_chunks(members)
     yield b"\n"
+
+
+def _subject_chunks(evidence: HarnessRunEvidence) -> Iterator[bytes]:
+    """``canonical_bytes`` of the list :func:`_subjects` gives, in pieces, each subject
+    spelled by one ``%`` into its canonical layout (no dict made, no encoder run)."""
+    yield b"[" + _SUBJECT % (_string(_hex(evidence.digest)), _string(SUBJECT_KIND))
+    entries = evidence.entries
+    for start in range(0, len(entries), _SUBJECT_BATCH):
+        parts = [b""]  # a leading comma
+        for entry in entries[start : start + _SUBJECT_BATCH]:
+            for attempt in entry.attempts:
+                base = f"tasks/{entry.position:06d}/{attempt_name(attempt.attempt)}"
+                parts.append(
+                    _SUBJECT % (_string(_hex(attempt.record_digest)), _string(f"{base}#record"))
+                )
+                parts.append(
+                    _SUBJECT % (_string(_hex(attempt.seal_digest)), _string(f"{base}#seal"))
+                )
+        yield b",".join(parts)
+    yield b"]"
+
+
+_SUBJECT_BATCH = 1024  # entries
+_SUBJECT = LineTemplate(
+    canonical_bytes({"digest": {"sha256": placeholder("digest")}, "name": placeholder("name")}),
+    {name: canonical_bytes(placeholder(name)) for name in ("digest", "name")},
+).format(("digest", "name"))
+
+
+def _string(value: object) -> bytes:
+    """``canonical_bytes(value)``, quickly for a ``str`` (what a subject holds)."""
+    return json_string(value) if type(value) is str else canonical_bytes(value)
 
 
 def _same_bytes(chunks: Iterable[bytes], raw: bytes) -> bool:
@@ -268,7 +298,16 @@ def _predicate(handle: BinaryIO) -> HarnessRunEvidence | None:
 def _evidence_of(predicate: bytes) -> HarnessRunEvidence:
     """The evidence in ``predicate``'s JSON, its entries validated a batch at a time
     and each batch's plain data dropped as it goes (parsing a 100,000-entry record
-    straight from JSON costs pydantic about twice the memory)."""
+    straight from JSON costs pydantic about twice the memory).
+
+    Only a candidate: the caller accepts it only if the file is, byte for byte, its
+    statement. So the entries are first validated straight from their bytes, cut at
+    the boundaries the canonical layout has (:func:`_evidence_cut`); a predicate
+    that does not cut so is parsed whole."""
+    try:
+        return _evidence_cut(predicate)
+    except (ValueError, TypeError, KeyError):  # (pydantic's ValidationError included)
+        pass
     plain = json.loads(predicate)
     del predicate
     entries = plain.pop("entries")
@@ -283,6 +322,43 @@ def _evidence_of(predicate: bytes) -> HarnessRunEvidence:
 
 _ENTRIES = TypeAdapter(list[EvidenceEntry])
 _ENTRY_BATCH = 1024
+# In the canonical layout the entries come third, after two strings, and are followed
+# by "harness_fingerprint"; each entry opens with its "attempts". None of these can
+# be spelled inside a string (a string holds no bare quote).
+_ENTRIES_KEY = b',"entries":['
+_AFTER_ENTRIES = b'],"harness_fingerprint":'
+_ENTRY_OPENING = b'{"attempts":['
+_BETWEEN_ENTRIES = b"}," + _ENTRY_OPENING
+
+
+def _evidence_cut(predicate: bytes) -> HarnessRunEvidence:
+    """The evidence of a predicate in the canonical layout: its entries array cut
+    into entries where one ends and the next opens, each batch of them validated
+    from its JSON bytes, and the rest parsed on its own. Raises ``ValueError`` (or
+    ``TypeError``, ``KeyError``) where the cut does not give valid JSON and records."""
+    start = predicate.index(_ENTRIES_KEY) + len(_ENTRIES_KEY)
+    end = predicate.index(_AFTER_ENTRIES, start)
+    plain = json.loads(predicate[:start] + predicate[end:])  # the entries as []
+    if plain["entries"] != [] or not predicate.startswith(_ENTRY_OPENING, start):
+        raise ValueError("not the canonical layout")
+    parts = predicate[start:end].split(_BETWEEN_ENTRIES)
+    count = len(parts)
+    validated: list[EvidenceEntry] = []
+    for first in range(0, count, _ENTRY_BATCH):
+        last = min(first + _ENTRY_BATCH, count)
+        batch = b"".join(
+            (
+                b"[",
+                _ENTRY_OPENING if first else b"",
+                _BETWEEN_ENTRIES.join(parts[first:last]),
+                b"}" if last < count else b"",
+                b"]",
+            )
+        )
+        validated.extend(_ENTRIES.validate_json(batch))
+    del parts
+    plain["entries"] = tuple(validated)
+    return HarnessRunEvidence.model_validate(plain)
 
 
 def _pread(fd: int, size: int, offset: int) -> bytes:

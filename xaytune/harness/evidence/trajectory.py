@@ -27,7 +27,7 @@ from xaytune.harness.evidence._io import write_all
 from xaytune.harness.evidence.attempt_file import parse_line
 from xaytune.harness.spec import WRITER_V1
 
-__all__ = ["WRITER", "ChainFacts", "TrajectoryWriter", "verify_chain"]
+__all__ = ["WRITER", "ChainFacts", "TrajectoryWriter", "end_event_line", "verify_chain"]
 
 WRITER = WRITER_V1
 
@@ -47,24 +47,56 @@ def _encode(prev: str, seq: int, kind: str, payload: dict[str, Any]) -> bytes:
     return (f'{{"prev":"{prev}","seq":{seq},"type":{_KIND.encode(kind)},"v":{body}}}\n').encode()
 
 
+def end_event_line(prev: str, seq: int, *, status: bytes, outcome: bytes, spend: bytes) -> bytes:
+    """The end event ``_encode(prev, seq, "end", {"status": s, "outcome": o, "spend": p})``
+    from its values' JSON bytes (``status``, ``outcome``, ``spend``: the compact,
+    sorted-key JSON of ``s``, ``o`` and ``p``, as the seal spells them): the writer
+    spells an attempt's outcome and spend once for its end event and its seal. ``seq``
+    is an ``int``."""
+    return b'{"prev":"%s","seq":%d,"type":"end","v":{"outcome":%s,"spend":%s,"status":%s}}\n' % (
+        prev.encode(),
+        seq,
+        outcome,
+        spend,
+        status,
+    )
+
+
 class TrajectoryWriter:
     """Appends events to an attempt file (an open descriptor); never rewrites a line."""
 
-    def __init__(self, fd: int, *, genesis: str) -> None:
+    def __init__(self, fd: int, *, genesis: str, unwritten: bytes = b"") -> None:
         # Unbuffered: each event is one write, so a killed attempt keeps its events.
+        # ``unwritten``: the file's lines before the events (its spec and record),
+        # written with the first event (one write where there were two) or by flush().
         self.fd = fd
         self.head = genesis
         self.count = 0
         self.bytes = 0
+        self.unwritten = unwritten
 
     def append(self, kind: str, payload: dict[str, Any]) -> str:
         """Write one event; return its digest (the new head)."""
-        line = _encode(self.head, self.count, kind, payload)
-        write_all(self.fd, line)
+        return self.append_line(_encode(self.head, self.count, kind, payload))
+
+    def append_line(self, line: bytes) -> str:
+        """Write one event already spelled from the current head and count (as
+        :func:`end_event_line` spells one); return its digest (the new head)."""
+        if self.unwritten:
+            write_all(self.fd, self.unwritten + line)
+            self.unwritten = b""
+        else:
+            write_all(self.fd, line)
         self.head = sha256_digest(line)
         self.count += 1
         self.bytes += len(line)
         return self.head
+
+    def flush(self) -> None:
+        """Write the lines before the events, if no event has written them yet."""
+        if self.unwritten:
+            unwritten, self.unwritten = self.unwritten, b""
+            write_all(self.fd, unwritten)
 
 
 @dataclass(frozen=True, slots=True)
