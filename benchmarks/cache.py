@@ -50,7 +50,7 @@ def _config(challenger: str, cache_dir: Path, mode: str, args, suite: Path | Non
         overrides += ["suite.builtin=null", f"suite.path={suite}", f"sampling.count={tasks}"]
     with initialize_config_module("xaytune.conf", version_base="1.3"):
         raw = compose("config", overrides=overrides)
-    config = OmegaConf.to_container(raw)
+    config = OmegaConf.to_container(raw, resolve=True)
     assert isinstance(config, dict)
     return config
 

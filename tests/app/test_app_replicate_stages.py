@@ -131,3 +131,21 @@ def test_an_unknown_candidate_is_refused_before_anything_is_written(tmp_path, qu
         run_replicate(cfg, label="zz", seed=SEED, out=tmp_path)
     assert refused.value.reason == "bad-config"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_candidates_file_is_written_once_for_its_seeds_and_again_when_it_changes(
+    tmp_path, quickstart
+):
+    cfg, plain = _config(quickstart, CacheConfig(mode="off"))
+    out = tmp_path / "run"
+    intent = _tree(cfg, plain, out)
+    path = out / REPLICATE.parent / CANDIDATE_FILE
+    prepare_replicate(cfg, label="a", seed=SEED, out=out, intent=intent)
+    first = path.stat()
+    prepare_replicate(cfg, label="a", seed=SEED + 1, out=out, intent=intent)
+    assert path.stat().st_ino == first.st_ino  # the same bytes: not replaced
+    # Other bytes (an edit, or another label of the same harness) are written whole.
+    path.write_bytes(b'{"label":"edited"}\n')
+    prepare_replicate(cfg, label="a", seed=SEED + 2, out=out, intent=intent)
+    assert json.loads(path.read_bytes())["label"] == "a"
+    assert path.stat().st_ino != first.st_ino
