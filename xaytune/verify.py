@@ -68,10 +68,6 @@ def main(argv: list[str] | None = None) -> int:
     if _wants_help(args):
         print(_help())
         return 0
-    from xaytune.audit.verify import audit_tree, refuse_busy_tree
-    from xaytune.core.errors import XaytuneError
-    from xaytune.release.signing import SIGNATURE_FILE, check_signature, load_public_key
-
     parsed = _parse(args)
     if parsed is None:
         print(USAGE, file=sys.stderr)
@@ -80,6 +76,29 @@ def main(argv: list[str] | None = None) -> int:
     if not root.is_dir():
         print(_one_line(f"error: {root}: not a directory"), file=sys.stderr)
         return 2
+    # Before any other import: the worker imports scipy while this process imports the
+    # audit and verifies the evidence (xaytune.report.plot_worker, without matplotlib).
+    # Not started (no core free) or unable to answer: the comparison is computed here.
+    from xaytune.report.plot_worker import start_plot_worker
+
+    worker = start_plot_worker(draw=False)
+    if worker is None:
+        return _verify(root, trust, suites)
+    from xaytune.comparison.compare import set_compare_delegate
+
+    set_compare_delegate(worker.compare)
+    try:
+        return _verify(root, trust, suites)
+    finally:
+        set_compare_delegate(None)
+        worker.close()
+
+
+def _verify(root: Path, trust: Path | None, suites: tuple[Path, ...]) -> int:
+    from xaytune.audit.verify import audit_tree, refuse_busy_tree
+    from xaytune.core.errors import XaytuneError
+    from xaytune.release.signing import SIGNATURE_FILE, check_signature, load_public_key
+
     try:
         refuse_busy_tree(root, command="verify")
         public_key = None if trust is None else load_public_key(trust)

@@ -30,7 +30,9 @@ def uninterrupted(tmp_path_factory, xaytune, output_dir):
     return verdicts(output_dir(cwd, "quickstart"))
 
 
-@pytest.mark.parametrize("fail_at", [1, 3, 30, 120, 200])
+# The whole run makes about 200 os.write calls (204 at this writing; fewer as the writer
+# does less per attempt): the last point falls late in the run, not past its end.
+@pytest.mark.parametrize("fail_at", [1, 3, 30, 120, 170])
 def test_a_full_disk_is_one_line_and_a_resume_completes_the_run(
     tmp_path, cli_env, xaytune, verify, uninterrupted, fail_at
 ):

@@ -131,12 +131,14 @@ def test_comparison_and_report_modules_load_scipy_and_matplotlib_only_to_use_the
 _CLI_CORE_FREE = "import os; os.getloadavg = lambda: (0.0, 0.0, 0.0); os.cpu_count = lambda: 2\n"
 
 
-def test_a_run_loads_the_statistics_but_not_scipy_stats_or_pyplot(tmp_path, cli_env):
+def _quickstart_modules(tmp_path: Path, cli_env, prelude: str) -> list[str]:
+    """The modules a quickstart run loaded (cache off), ``prelude`` run first; the run
+    must succeed and draw its plots."""
     record = tmp_path / "modules.json"
     out_dir = tmp_path / "run"
     env = {**cli_env, "XAYTUNE_CACHE_MODE": "off"}
     _python(
-        _CLI_CORE_FREE + _CLI,
+        prelude + _CLI,
         str(record),
         "+experiment=quickstart",
         "progress=false",
@@ -147,11 +149,27 @@ def test_a_run_loads_the_statistics_but_not_scipy_stats_or_pyplot(tmp_path, cli_
     facts = json.loads(record.read_text())
     assert facts["code"] == 0
     assert (out_dir / "comparison" / "paired_differences.png").is_file()
-    # What the comparison needs is loaded; the heavier entry points (the distribution
-    # classes) and the HTTP client are not. matplotlib is not loaded at all: the plot
-    # worker (xaytune.report.plot_worker) imported it while the replicates ran, and drew.
-    assert _loaded(facts["modules"], ("scipy.special",)) == ["scipy.special"]
-    assert _loaded(facts["modules"], ("scipy.stats", "matplotlib", "httpx", "aiohttp")) == []
+    return facts["modules"]
+
+
+def test_a_run_loads_the_statistics_but_not_scipy_stats_or_pyplot(tmp_path, cli_env):
+    modules = _quickstart_modules(tmp_path, cli_env, _CLI_CORE_FREE)
+    # Neither scipy nor matplotlib is loaded at all: the plot worker
+    # (xaytune.report.plot_worker) imported them while the replicates ran, compared and
+    # drew; nor is the HTTP client (the quickstart's models are simulated).
+    assert _loaded(modules, ("scipy", "matplotlib", "httpx", "aiohttp")) == []
+
+
+def test_a_run_without_a_worker_compares_in_its_own_process(tmp_path, cli_env):
+    # No core free: no worker; the run's process imports what the comparison needs (the
+    # quantiles and the power integrals), but not the distribution classes or pyplot.
+    busy = "import os; os.getloadavg = lambda: (9.0, 9.0, 9.0)\n"
+    modules = _quickstart_modules(tmp_path, cli_env, busy)
+    assert _loaded(modules, ("scipy.special", "scipy.integrate")) == [
+        "scipy.special",
+        "scipy.integrate",
+    ]
+    assert _loaded(modules, ("scipy.stats", "matplotlib.pyplot", "httpx")) == []
 
 
 def test_hydra_config_lookups_share_the_config_store():
@@ -267,3 +285,31 @@ def test_packaged_config_setting_hydra_mode_is_found(tmp_path, monkeypatch):
     assert _hydra_repository.packaged_config_sets_mode() is True
     (conf / "experiment" / "sweep.yaml").write_text("hydra:\n  job:\n    chdir: false\n")
     assert _hydra_repository.packaged_config_sets_mode() is False
+
+
+_IMPORT_PLOT_WORKER = """
+import json, sys
+import xaytune.report.plot_worker
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_the_plot_worker_module_loads_neither_the_pages_nor_the_comparison(tmp_path, cli_env):
+    # The verify command starts the worker before its other imports: importing the
+    # worker's module must not pull in xaytune.report's pages (the package resolves its
+    # names on first use).
+    modules = json.loads(_python(_IMPORT_PLOT_WORKER, cwd=tmp_path, env=cli_env))
+    assert "xaytune.report.plot_worker" in modules
+    assert _loaded(modules, ("xaytune.comparison.compare", "xaytune.report._page", "jinja2")) == []
+
+
+def test_every_public_report_name_is_its_module_s_object():
+    import importlib
+
+    import xaytune.report as report
+
+    for name in report.__all__:
+        home = importlib.import_module(f"xaytune.report.{report._HOME[name]}")
+        assert getattr(report, name) is getattr(home, name), name
+    with pytest.raises(AttributeError):
+        report.no_such_name  # noqa: B018

@@ -95,3 +95,28 @@ def test_no_worker_is_started_when_no_core_is_free(monkeypatch):
     assert core_is_free() is True
     monkeypatch.setattr("os.cpu_count", lambda: 1)  # one CPU: never beside the run
     assert core_is_free() is False
+
+
+def test_a_run_ends_its_worker_and_gives_the_comparison_and_plots_back_to_its_process(
+    tmp_path, xaytune, monkeypatch
+):
+    # ``main`` called in process (as the Python API's callers and these tests do) must
+    # not leave a worker holding scipy and matplotlib behind it, one per run.
+    from xaytune.comparison import compare as comparison
+    from xaytune.report import _plots, plot_worker
+
+    started = []
+
+    def always(**options):
+        worker = start_plot_worker(always=True, **options)
+        started.append(worker)
+        return worker
+
+    monkeypatch.setattr(plot_worker, "start_plot_worker", always)
+    done = xaytune(
+        tmp_path, "+experiment=quickstart", "progress=false", f"hydra.run.dir={tmp_path}/r"
+    )
+    assert done.returncode == 0, done.describe()
+    assert len(started) == 1 and started[0] is not None
+    assert started[0]._process.poll() is not None  # ended with the run, not at exit
+    assert comparison._delegate == [] and _plots._drawer == []

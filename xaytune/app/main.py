@@ -16,11 +16,13 @@ and exits 2. ``--dry-run`` checks everything, prints the dollar estimate
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import shlex
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -185,34 +187,49 @@ def _discard_unused(directory: Path) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _draw_plots_aside(mode: RunMode | None, *, dry_run: bool) -> None:
-    """Start the process that draws this run's plots (xaytune.report.plot_worker): it
-    imports matplotlib while the replicates run, and the reports ask it for their
-    plots. Not for a sweep's job or a dry run, which draw nothing; ended when this
-    process exits (it holds nothing that must finish)."""
+@contextlib.contextmanager
+def _helper_process(mode: RunMode | None, *, dry_run: bool) -> Iterator[None]:
+    """While the run goes on, a process that imports scipy and matplotlib beside it
+    (xaytune.report.plot_worker) computes its comparison and draws its plots when asked
+    (or, gone, this process does). Not for a sweep's job or a dry run, which compare and
+    draw nothing; ended with the run (it holds nothing that must finish), so an
+    in-process caller of ``main`` is not left with one per run."""
     if mode == RunMode.MULTIRUN or dry_run:
+        yield
         return
-    import atexit
-
+    from xaytune.comparison.compare import set_compare_delegate
     from xaytune.report import set_plot_drawer
     from xaytune.report.plot_worker import start_plot_worker
 
     worker = start_plot_worker()
-    if worker is not None:
-        set_plot_drawer(worker.draw)  # a report's plots come from it (or, gone, from here)
-        atexit.register(worker.close)
+    if worker is None:
+        yield
+        return
+    set_plot_drawer(worker.draw)  # a report's plots come from it (or, gone, from here)
+    set_compare_delegate(worker.compare)  # so does the comparison, scipy imported there
+    try:
+        yield
+    finally:
+        set_plot_drawer(None)
+        set_compare_delegate(None)
+        worker.close()
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(raw: DictConfig) -> None:
     """Hydra task function."""
-    from xaytune.experiment.api import check, execute
-
     composition_done()
-    out: Path | None = None
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
-    _draw_plots_aside(hydra_cfg.mode, dry_run=raw.get("dry_run") is True)
+    with _helper_process(hydra_cfg.mode, dry_run=raw.get("dry_run") is True):
+        _run(raw, hydra_cfg, multirun=multirun)
+
+
+def _run(raw: DictConfig, hydra_cfg: Any, *, multirun: bool) -> None:
+    """The task function's work (see :func:`main`)."""
+    from xaytune.experiment.api import check, execute
+
+    out: Path | None = None
     try:
         try:
             checked = check(plain_config(raw), sweep_job=multirun, models=model_configs(raw))

@@ -19,7 +19,7 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -144,6 +144,7 @@ __all__ = [
     "SeedTaskChanges",
     "SequentialOutcome",
     "SuiteLike",
+    "SuiteName",
     "SuiteRef",
     "TaskChangeCount",
     "TaskDifference",
@@ -153,12 +154,14 @@ __all__ = [
     "Verdict",
     "VerdictReason",
     "compare",
+    "compare_here",
     "config_diff",
     "expected_seeds",
     "family_aa_rate",
     "independent_family_rate",
     "lattice_counts",
     "sequential_decision",
+    "set_compare_delegate",
     "summarize",
     "task_paired_decision",
 ]
@@ -373,7 +376,43 @@ def _relation(
     return "inconclusive"
 
 
+@dataclass(frozen=True)
+class SuiteName:
+    """What compare() reads of a suite (its name and digest), sent to another process
+    without the suite's tasks."""
+
+    name: str
+    digest: str
+
+
+# The comparer another process offers (set_compare_delegate); empty: compare here.
+_delegate: list[Callable[..., ComparisonReport | None]] = []
+
+
+def set_compare_delegate(delegate: Callable[..., ComparisonReport | None] | None) -> None:
+    """Have :func:`compare` ask ``delegate(a, b, spec, SuiteName)`` first (None: compare
+    in this process again). ``delegate`` must return exactly :func:`compare_here`'s
+    report, or None when it cannot answer (its process is gone, or the comparison is
+    refused): :func:`compare_here` then runs here, and raises any refusal itself."""
+    _delegate.clear()
+    if delegate is not None:
+        _delegate.append(delegate)
+
+
 def compare(
+    a: CandidateRuns, b: CandidateRuns, spec: ComparisonSpec, suite: SuiteLike
+) -> ComparisonReport:
+    """:func:`compare_here`, computed by the delegate set with
+    :func:`set_compare_delegate` when it answers (a process that imported scipy
+    while this one did other work: xaytune.report.plot_worker)."""
+    if _delegate:
+        report = _delegate[0](a, b, spec, SuiteName(name=suite.name, digest=suite.digest))
+        if report is not None:
+            return report
+    return compare_here(a, b, spec, suite)
+
+
+def compare_here(
     a: CandidateRuns, b: CandidateRuns, spec: ComparisonSpec, suite: SuiteLike
 ) -> ComparisonReport:
     """``spec.method`` (paired-difference/v1 by default) of candidate ``a`` against

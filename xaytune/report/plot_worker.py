@@ -16,9 +16,18 @@ the plots are drawn in the run's own process. The worker ignores SIGINT (Ctrl-C 
 the run, which kills it as it exits; a run killed outright closes the worker's stdin:
 it exits on end of file) and writes nothing to the terminal.
 
+The comparison itself is computed there too: its scipy imports (``special``,
+``integrate``, ``optimize``: ~0.4 s) are the worker's first, and :meth:`PlotWorker.compare`,
+set as :func:`xaytune.comparison.compare.set_compare_delegate`, sends it the two
+candidates' runs and gets back :func:`~xaytune.comparison.compare.compare_here`'s report
+(the same function, the same scipy: the same floats, which pickle keeps bit for bit).
+A refused comparison is answered None: the caller compares, and refuses, itself. The
+audit (``python -m xaytune.verify``) starts one that only compares (``draw=False``).
+
 Protocol, on the worker's stdin and stdout: each message is an 8-byte big-endian length
-then that many bytes of pickle; a request is a ``ComparisonReport``, a reply is
-``("ok", {name: png bytes})`` or ``("error", "<type>: <message>")``.
+then that many bytes of pickle; a request is ``("draw", ComparisonReport)`` or
+``("compare", (a, b, spec, SuiteName))``, a reply is ``("ok", value)`` (the plots
+``{name: png bytes}``, or the ``ComparisonReport``) or ``("error", "<type>: <message>")``.
 """
 
 from __future__ import annotations
@@ -31,10 +40,10 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["PlotWorker", "core_is_free", "serve", "start_plot_worker"]
+__all__ = ["MAX_SENT_OBSERVATIONS", "PlotWorker", "core_is_free", "serve", "start_plot_worker"]
 
 _LENGTH = 8
-_CODE = "from xaytune.report.plot_worker import serve; serve()"
+_CODE = "from xaytune.report.plot_worker import serve; serve(draw={draw})"
 
 
 def _send(stream: IO[bytes], payload: bytes) -> None:
@@ -52,6 +61,21 @@ def _receive(stream: IO[bytes]) -> bytes | None:
     return payload if len(payload) == size else None
 
 
+# Above this many per-task observations (both candidates) the runs are compared where
+# they are: pickling them there and the report back (~10 µs per observation each way,
+# the quickstart's 240 in 2.5 ms) would cost more than the ~0.4 s of scipy imports the
+# worker saves (a 10,000-task tree: ~1 s).
+MAX_SENT_OBSERVATIONS = 5_000
+
+
+def _observations(runs: Any) -> int:
+    return sum(
+        len(values)
+        for replicate in runs.replicates
+        for values in (replicate.task_observations or {}).values()
+    )
+
+
 class PlotWorker:
     """The run's side of a plot worker process (see the module docstring)."""
 
@@ -61,11 +85,23 @@ class PlotWorker:
     def draw(self, report: Any) -> dict[str, bytes] | None:
         """:func:`~xaytune.report.draw_png` of ``report``, drawn by the worker; None
         when the worker cannot answer (then it is closed: the caller draws)."""
+        return self._ask("draw", report, close_on_error=True)
+
+    def compare(self, a: Any, b: Any, spec: Any, suite: Any) -> Any:
+        """:func:`~xaytune.comparison.compare.compare_here` of the arguments, computed
+        by the worker; None when it cannot answer or refuses, or when the runs hold more
+        than ``MAX_SENT_OBSERVATIONS`` per-task observations (the caller compares)."""
+        if _observations(a) + _observations(b) > MAX_SENT_OBSERVATIONS:
+            return None
+        return self._ask("compare", (a, b, spec, suite), close_on_error=False)
+
+    def _ask(self, kind: str, argument: Any, *, close_on_error: bool) -> Any:
         process = self._process
         if process.poll() is not None or process.stdin is None or process.stdout is None:
             return None
         try:
-            _send(process.stdin, pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL))
+            request = pickle.dumps((kind, argument), protocol=pickle.HIGHEST_PROTOCOL)
+            _send(process.stdin, request)
             reply = _receive(process.stdout)
         except OSError:  # the worker is gone (a broken pipe)
             reply = None
@@ -74,7 +110,9 @@ class PlotWorker:
             return None
         status, value = pickle.loads(reply)  # our own child's answer
         if status != "ok":
-            self.close()
+            # A refused comparison leaves the worker able to draw; a failed drawing does not.
+            if close_on_error:
+                self.close()
             return None
         return value
 
@@ -100,9 +138,10 @@ def core_is_free() -> bool:
     return cpus > 1 and os.getloadavg()[0] < cpus
 
 
-def start_plot_worker(*, always: bool = False) -> PlotWorker | None:
-    """Start a worker importing matplotlib now; None when no process can be started,
-    or when no core is free (:func:`core_is_free`) unless ``always``."""
+def start_plot_worker(*, always: bool = False, draw: bool = True) -> PlotWorker | None:
+    """Start a worker importing scipy (for the comparison) and, when ``draw``, matplotlib
+    now; None when no process can be started, or when no core is free
+    (:func:`core_is_free`) unless ``always``."""
     if not always and not core_is_free():
         return None
     # The worker must import this xaytune, whatever the current directory.
@@ -113,7 +152,7 @@ def start_plot_worker(*, always: bool = False) -> PlotWorker | None:
     )
     try:
         process = subprocess.Popen(
-            [sys.executable, "-c", _CODE],
+            [sys.executable, "-c", _CODE.format(draw=bool(draw))],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -124,9 +163,9 @@ def start_plot_worker(*, always: bool = False) -> PlotWorker | None:
     return PlotWorker(process)
 
 
-def serve() -> None:
-    """The worker's main loop: import matplotlib, then draw each request until end of
-    file on stdin."""
+def serve(*, draw: bool = True) -> None:
+    """The worker's main loop: import scipy and the comparison, then (when ``draw``)
+    matplotlib, then answer each request until end of file on stdin."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -134,16 +173,31 @@ def serve() -> None:
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     requests = sys.stdin.buffer
-    # What the first plot_png would import in the run's process (xaytune.report._plots).
-    import matplotlib.backends.backend_agg
-    import matplotlib.figure
-    import matplotlib.ticker  # noqa: F401
+    # The comparison comes first in a run (and alone in an audit): what compare_here
+    # imports on first use (xaytune.comparison.stats, .power).
+    import scipy.integrate
+    import scipy.optimize
+    import scipy.special  # noqa: F401
 
-    from xaytune.report import draw_png
+    from xaytune.comparison.compare import compare_here
+
+    if draw:
+        # What the first plot_png would import in the run's process (xaytune.report._plots).
+        import matplotlib.backends.backend_agg
+        import matplotlib.figure
+        import matplotlib.ticker  # noqa: F401
+
+        from xaytune.report import draw_png
 
     while (request := _receive(requests)) is not None:
         try:
-            reply: tuple[str, Any] = ("ok", draw_png(pickle.loads(request)))
-        except Exception as error:  # reported to the run, which then draws itself
+            kind, argument = pickle.loads(request)
+            if kind == "compare":
+                reply: tuple[str, Any] = ("ok", compare_here(*argument))
+            else:
+                from xaytune.report import draw_png
+
+                reply = ("ok", draw_png(argument))
+        except Exception as error:  # reported to the run, which then works itself
             reply = ("error", f"{type(error).__name__}: {error}")
         _send(replies, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
