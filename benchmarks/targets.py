@@ -14,9 +14,8 @@ start-up is measured with warm caches), echoes its output, takes the figures fro
 and a summary line ``rows=N met=M``. The targets are the issue's; a script's own
 ``target_met`` may hold an older one and is not read. A row whose benchmark cannot run
 (no ``--inspect-python`` for inspect_ai) is printed with ``figure=none met=false`` and the
-reason, never skipped silently. Whole run: about 20-25 minutes on 2 cores (the
-10,000-task audit tree alone takes 2-4 minutes to build; pass ``--big-tree`` to reuse one
-kept by ``audit.py --keep``).
+reason, never skipped silently. Whole run: about 8 minutes on 2 cores with a kept
+10,000-task tree (``--big-tree``, kept by ``audit.py --keep``); building one adds 2-4.
 
 Plain script, not a test: the figures depend on the machine and on what else runs.
 """
