@@ -228,6 +228,46 @@ def _harness_fingerprint(harness: Harness, plain: dict[str, Any] | None = None) 
 
 
 _HARNESS_MEMO: dict[int, tuple[Harness, str]] = {}
+_HARNESS_BYTES: dict[int, tuple[Harness, bytes]] = {}
+
+
+def _harness_canonical(harness: Harness) -> bytes:
+    """The canonical bytes of ``harness``'s JSON dump, once per harness object (as
+    :func:`_harness_fingerprint`: a hit is that very, frozen, object)."""
+    memo = _HARNESS_BYTES.get(id(harness))
+    if memo is not None and memo[0] is harness:
+        return memo[1]
+    data = canonical_bytes(harness.model_dump(mode="json", by_alias=True))
+    if len(_HARNESS_BYTES) >= 64:
+        _HARNESS_BYTES.clear()
+    _HARNESS_BYTES[id(harness)] = (harness, data)
+    return data
+
+
+# Where a spec's harness goes in its canonical bytes: a string no spec field spells
+# twice (checked on every use; otherwise the spec is encoded whole).
+_HARNESS_HOLE = "\x00xaytune:harness-hole\x00"
+_HARNESS_HOLE_BYTES = canonical_bytes(_HARNESS_HOLE)
+
+
+def _spec_canonical(spec: AgentExecutionSpec) -> bytes:
+    """``canonical_bytes`` of the spec's dump (without ``output_uri`` and
+    ``fingerprint``), its harness spliced in from :func:`_harness_canonical`: a
+    replicate's specs share one harness, which is most of each spec's bytes. RFC 8785
+    is compositional (an object's bytes within its parent are its own canonical bytes,
+    and keys sort the same whatever their values), so the splice is the same bytes as
+    encoding the whole dump (tests/harness/test_spec_canonical.py)."""
+    rest = spec.model_dump(
+        mode="json", by_alias=True, exclude={"output_uri", "fingerprint", "harness"}
+    )
+    rest["harness"] = _HARNESS_HOLE
+    shape = canonical_bytes(rest)
+    if shape.count(_HARNESS_HOLE_BYTES) != 1:  # a field spells the hole too
+        rest["harness"] = spec.harness.model_dump(mode="json", by_alias=True)
+        return canonical_bytes(rest)
+    return shape.replace(_HARNESS_HOLE_BYTES, _harness_canonical(spec.harness), 1)
+
+
 _SAMPLING_MEMO: dict[int, tuple[Harness, str]] = {}
 
 
@@ -277,10 +317,9 @@ class AgentExecutionSpec(BaseModel):
     _packed: bytes = PrivateAttr(default=b"")
 
     def model_post_init(self, __context: Any) -> None:
-        plain = self.model_dump(mode="json", by_alias=True, exclude={"output_uri", "fingerprint"})
-        if self.harness_fingerprint != _harness_fingerprint(self.harness, plain["harness"]):
+        if self.harness_fingerprint != _harness_fingerprint(self.harness):
             raise ValueError("spec harness_fingerprint is not its harness's")
-        canonical = canonical_bytes(plain)
+        canonical = _spec_canonical(self)
         expected = sha256_digest(canonical)
         if not self.fingerprint:
             object.__setattr__(self, "fingerprint", expected)
@@ -307,9 +346,7 @@ class AgentExecutionSpec(BaseModel):
         packed = self.__pydantic_private__["_packed"]  # type: ignore[index]
         if packed:
             return zlib.decompress(packed)
-        return canonical_bytes(
-            self.model_dump(mode="json", by_alias=True, exclude={"output_uri", "fingerprint"})
-        )
+        return _spec_canonical(self)
 
     @property
     def binding(self) -> TaskBinding | None:
