@@ -13,7 +13,7 @@ a few lists rather than a record per task per metric.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
 from operator import is_, is_not
 from pathlib import Path
@@ -114,20 +114,7 @@ class TaskColumn(BaseModel):
     def observations(self, task_ids: tuple[str, ...]) -> tuple[TaskObservation, ...]:
         """One validated :class:`TaskObservation` per task, in position order."""
         spreads = self.judge_spreads or (None,) * len(task_ids)
-        return _OBSERVATIONS.validate_python(
-            [
-                {
-                    "task_id": task_id,
-                    "position": position,
-                    "value": value,
-                    "absence": absence,
-                    "judge_spread": spread,
-                }
-                for position, (task_id, value, absence, spread) in enumerate(
-                    zip(task_ids, self.values, self.absences, spreads, strict=True)
-                )
-            ]
-        )
+        return _OBSERVATIONS.validate_python(_rows(task_ids, self.values, self.absences, spreads))
 
     def observation_data(self, task_ids: tuple[str, ...]) -> list[dict[str, Any]] | None:
         """``observations(task_ids)`` as the JSON data their dump gives
@@ -148,18 +135,28 @@ class TaskColumn(BaseModel):
             for item in (*floats, *spreads)
         ):
             return None
-        return [
-            {
-                "task_id": task_id,
-                "position": position,
-                "value": value,
-                "absence": absence,
-                "judge_spread": spread,
-            }
-            for position, (task_id, value, absence, spread) in enumerate(
-                zip(task_ids, floats, self.absences, spreads, strict=True)
-            )
-        ]
+        return _rows(task_ids, floats, self.absences, spreads)
+
+
+def _rows(
+    task_ids: Sequence[str],
+    values: Sequence[Any],
+    absences: Sequence[Any],
+    spreads: Sequence[float | None],
+) -> list[dict[str, Any]]:
+    """One observation's fields per task, in position order."""
+    return [
+        {
+            "task_id": task_id,
+            "position": position,
+            "value": value,
+            "absence": absence,
+            "judge_spread": spread,
+        }
+        for position, (task_id, value, absence, spread) in enumerate(
+            zip(task_ids, values, absences, spreads, strict=True)
+        )
+    ]
 
 
 _OBSERVATIONS = TypeAdapter(tuple[TaskObservation, ...])

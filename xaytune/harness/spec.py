@@ -209,8 +209,9 @@ class HarnessCompilationContext:
     prices: ModelPrices | None = None
 
 
-def _harness_fingerprint(harness: Harness, plain: dict[str, Any] | None = None) -> str:
-    """``harness.fingerprint`` (from its JSON dump ``plain``), once per harness object.
+def _harness_identity(harness: Harness) -> tuple[str, bytes]:
+    """``harness.fingerprint`` and the canonical bytes of its dump as a spec holds it,
+    once per harness object.
 
     Compiling a replicate builds one spec per task from the same harness object;
     the memo holds that object (so its id is not reused) and a harness is frozen all
@@ -219,29 +220,21 @@ def _harness_fingerprint(harness: Harness, plain: dict[str, Any] | None = None) 
     """
     memo = _HARNESS_MEMO.get(id(harness))
     if memo is not None and memo[0] is harness:
-        return memo[1]
-    digest = fingerprint(harness.model_dump(mode="json") if plain is None else plain)
+        return memo[1], memo[2]
+    digest = fingerprint(harness.model_dump(mode="json"))
+    data = canonical_bytes(harness.model_dump(mode="json", by_alias=True))
     if len(_HARNESS_MEMO) >= 64:
         _HARNESS_MEMO.clear()
-    _HARNESS_MEMO[id(harness)] = (harness, digest)
-    return digest
+    _HARNESS_MEMO[id(harness)] = (harness, digest, data)
+    return digest, data
 
 
-_HARNESS_MEMO: dict[int, tuple[Harness, str]] = {}
-_HARNESS_BYTES: dict[int, tuple[Harness, bytes]] = {}
+def _harness_fingerprint(harness: Harness) -> str:
+    """``harness.fingerprint``, once per harness object (:func:`_harness_identity`)."""
+    return _harness_identity(harness)[0]
 
 
-def _harness_canonical(harness: Harness) -> bytes:
-    """The canonical bytes of ``harness``'s JSON dump, once per harness object (as
-    :func:`_harness_fingerprint`: a hit is that very, frozen, object)."""
-    memo = _HARNESS_BYTES.get(id(harness))
-    if memo is not None and memo[0] is harness:
-        return memo[1]
-    data = canonical_bytes(harness.model_dump(mode="json", by_alias=True))
-    if len(_HARNESS_BYTES) >= 64:
-        _HARNESS_BYTES.clear()
-    _HARNESS_BYTES[id(harness)] = (harness, data)
-    return data
+_HARNESS_MEMO: dict[int, tuple[Harness, str, bytes]] = {}
 
 
 # Where a spec's harness goes in its canonical bytes: a string no spec field spells
@@ -252,7 +245,7 @@ _HARNESS_HOLE_BYTES = canonical_bytes(_HARNESS_HOLE)
 
 def _spec_canonical(spec: AgentExecutionSpec) -> bytes:
     """``canonical_bytes`` of the spec's dump (without ``output_uri`` and
-    ``fingerprint``), its harness spliced in from :func:`_harness_canonical`: a
+    ``fingerprint``), its harness spliced in from :func:`_harness_identity`: a
     replicate's specs share one harness, which is most of each spec's bytes. RFC 8785
     is compositional (an object's bytes within its parent are its own canonical bytes,
     and keys sort the same whatever their values), so the splice is the same bytes as
@@ -265,7 +258,7 @@ def _spec_canonical(spec: AgentExecutionSpec) -> bytes:
     if shape.count(_HARNESS_HOLE_BYTES) != 1:  # a field spells the hole too
         rest["harness"] = spec.harness.model_dump(mode="json", by_alias=True)
         return canonical_bytes(rest)
-    return shape.replace(_HARNESS_HOLE_BYTES, _harness_canonical(spec.harness), 1)
+    return shape.replace(_HARNESS_HOLE_BYTES, _harness_identity(spec.harness)[1], 1)
 
 
 _SAMPLING_MEMO: dict[int, tuple[Harness, str]] = {}
