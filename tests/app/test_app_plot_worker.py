@@ -6,13 +6,22 @@ answer costs only the speed (the run's process draws)."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
+from xaytune.comparison.compare import compare_here
 from xaytune.core.harness_comparison import ComparisonReport
 from xaytune.report import PLOT_NAMES, draw_png, plot_png, set_plot_drawer
-from xaytune.report.plot_worker import core_is_free, start_plot_worker
+from xaytune.report.plot_worker import (
+    core_is_free,
+    draw_in_two,
+    hand_over,
+    start_plot_worker,
+    take_handed,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -106,10 +115,12 @@ def test_a_run_ends_its_worker_and_gives_the_comparison_and_plots_back_to_its_pr
     from xaytune.report import _plots, plot_worker
 
     started = []
+    starters = []
 
     def always(**options):
         worker = start_plot_worker(always=True, **options)
         started.append(worker)
+        starters.append(sys._getframe(1).f_code.co_name)
         return worker
 
     monkeypatch.setattr(plot_worker, "start_plot_worker", always)
@@ -118,5 +129,133 @@ def test_a_run_ends_its_worker_and_gives_the_comparison_and_plots_back_to_its_pr
     )
     assert done.returncode == 0, done.describe()
     assert len(started) == 1 and started[0] is not None
+    # Started by the command line before Hydra composed, and taken by the run.
+    assert starters == ["_start_worker"]
+    assert take_handed() is None
     assert started[0]._process.poll() is not None  # ended with the run, not at exit
     assert comparison._delegate == [] and _plots._drawer == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["--cfg", "job", "+experiment=quickstart"],
+        ["-m", "+experiment=quickstart", "seed=1,2"],
+        ["+experiment=quickstart", "--dry-run"],
+        ["+experiment=quickstart", "dry_run=true"],
+    ],
+)
+def test_the_command_line_starts_no_worker_when_nothing_will_be_drawn(argv, monkeypatch):
+    from xaytune.app import cli
+    from xaytune.report import plot_worker
+
+    started = []
+    monkeypatch.setattr(plot_worker, "start_plot_worker", lambda **o: started.append(o))
+    assert cli._start_worker(argv) is None
+    assert started == []
+    assert take_handed() is None
+
+
+def test_a_refused_run_ends_the_worker_the_command_line_started(tmp_path, xaytune, monkeypatch):
+    from xaytune.report import plot_worker
+
+    started = []
+
+    def always(**options):
+        started.append(start_plot_worker(always=True, **options))
+        return started[-1]
+
+    monkeypatch.setattr(plot_worker, "start_plot_worker", always)
+    done = xaytune(tmp_path, "+experiment=no-such-experiment", f"hydra.run.dir={tmp_path}/r")
+    assert done.returncode == 2, done.describe()
+    assert "no-such-experiment" in done.stderr
+    assert len(started) == 1 and started[0] is not None
+    assert started[0]._process.poll() is not None  # refused before the run took it: ended
+    assert take_handed() is None
+
+
+def test_a_dry_run_set_in_the_config_ends_the_worker_it_is_handed():
+    from hydra.types import RunMode
+
+    from xaytune.app.main import _helper_process
+
+    worker = start_plot_worker(always=True)
+    assert worker is not None
+    hand_over(worker)
+    with _helper_process(RunMode.RUN, dry_run=True):
+        assert worker._process.poll() is not None  # nothing is drawn: ended at once
+    assert take_handed() is None
+
+
+def test_a_handed_worker_that_is_gone_is_not_taken():
+    worker = start_plot_worker(always=True)
+    assert worker is not None
+    worker._process.kill()
+    worker._process.wait()
+    hand_over(worker)
+    assert take_handed() is None
+
+
+def test_drawing_in_two_processes_gives_draw_pngs_bytes(tree):
+    released = _released(tree)
+    drawn = draw_in_two(released)
+    assert list(drawn) == ["paired_differences.png", "success_vs_tokens.png"]
+    assert drawn == draw_png(released)
+
+
+def test_drawing_in_two_falls_back_to_this_process(tree, monkeypatch):
+    # No copy of the process can be made: everything is drawn here.
+    released = _released(tree)
+    expected = draw_png(released)
+
+    def no_fork():
+        raise OSError(11, "Resource temporarily unavailable")
+
+    with monkeypatch.context() as patch:
+        patch.setattr("os.fork", no_fork)
+        assert draw_in_two(released) == expected
+    # The copy fails to draw (it exits 1): this process draws what it did not send.
+    from xaytune.report import _plots
+
+    parent = os.getpid()
+    real = _plots.plot_drawings
+
+    def failing_in_the_copy(report):
+        def only_here(draw):
+            def checked():
+                if os.getpid() != parent:
+                    raise RuntimeError("the copy fails")
+                return draw()
+
+            return checked
+
+        return [(name, only_here(draw)) for name, draw in real(report)]
+
+    monkeypatch.setattr(_plots, "plot_drawings", failing_in_the_copy)
+    assert draw_in_two(released) == expected
+
+
+def test_the_worker_answers_a_draw_of_another_report_with_that_reports_plots(tree):
+    # The worker draws a comparison's plots as soon as it sends the report back; asked
+    # for another report's, it draws that one (never the plots it drew ahead).
+    from xaytune.comparison.compare import SuiteName
+    from xaytune.experiment.tree.gather import gather_candidates
+
+    report = ComparisonReport.model_validate_json(
+        (tree / "comparison" / "report.restricted.json").read_bytes()
+    )
+    candidates = {runs.name: runs for runs in gather_candidates(tree).values()}
+    a, b = candidates[report.a.name], candidates[report.b.name]
+    suite = SuiteName(name=report.suite.name, digest=report.suite.digest)
+    swapped = compare_here(b, a, report.spec, suite).released()
+    worker = start_plot_worker(always=True)
+    assert worker is not None
+    try:
+        compared = worker.compare(a, b, report.spec, suite)
+        assert compared is not None
+        assert worker.draw(swapped) == draw_png(swapped)  # not the plots drawn ahead
+        assert worker.draw(compared.released()) == draw_png(compared.released())
+    finally:
+        worker.close()
+    assert draw_png(swapped) != draw_png(compared.released())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xaytune.app._cli_checks import check_arguments, check_output_argument
 from xaytune.app.composition import (
@@ -24,6 +25,9 @@ from xaytune.app.composition import (
 from xaytune.app.hydra_errors import composition_error_line
 from xaytune.app.signals import install_stop_handlers
 from xaytune.core.errors import XaytuneError
+
+if TYPE_CHECKING:
+    from xaytune.report.plot_worker import PlotWorker
 
 __all__ = ["run"]
 
@@ -131,8 +135,39 @@ def _apply_patches(args: argparse.Namespace) -> None:
         compose_once()
 
 
+# Hydra's options after which nothing is compared or drawn: help, the config printed,
+# shell completion, a sweep (each job compares nothing), a dry run.
+_NOTHING_DRAWN = frozenset(
+    "-h --help --hydra-help --version -c --cfg -i --info -sc --shell-completion "
+    "-m --multirun --dry-run dry_run=true".split()
+)
+
+
+def _start_worker(argv: list[str]) -> PlotWorker | None:
+    """The run's plot worker (:mod:`xaytune.report.plot_worker`), started before Hydra
+    is imported and composes (~0.5 s it imports scipy and matplotlib beside them),
+    unless the arguments say nothing will be drawn; the task function takes it."""
+    if _NOTHING_DRAWN.intersection(argv):
+        return None
+    from xaytune.report.plot_worker import hand_over, start_plot_worker
+
+    worker = start_plot_worker()
+    if worker is not None:
+        hand_over(worker)
+    return worker
+
+
 def run() -> None:
     """``python -m xaytune``."""
+    worker = _start_worker(sys.argv[1:])
+    try:
+        _run()
+    finally:  # refused before the task function took it, or left by it: ended here
+        if worker is not None:
+            worker.close()
+
+
+def _run() -> None:
     argv = _dry_run_argument(sys.argv[1:])
     _check_resume_argument(argv)
     _check_run_dir_argument(argv)

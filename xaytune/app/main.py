@@ -194,14 +194,18 @@ def _helper_process(mode: RunMode | None, *, dry_run: bool) -> Iterator[None]:
     (or, gone, this process does). Not for a sweep's job or a dry run, which compare and
     draw nothing; ended with the run (it holds nothing that must finish), so an
     in-process caller of ``main`` is not left with one per run."""
+    from xaytune.report.plot_worker import start_plot_worker, take_handed
+
+    started = take_handed()  # by the command line, before Hydra composed (xaytune.app.cli)
     if mode == RunMode.MULTIRUN or dry_run:
+        if started is not None:
+            started.close()
         yield
         return
     from xaytune.comparison.compare import set_compare_delegate
     from xaytune.report import set_plot_drawer
-    from xaytune.report.plot_worker import start_plot_worker
 
-    worker = start_plot_worker()
+    worker = started or start_plot_worker()
     if worker is None:
         yield
         return

@@ -32,6 +32,7 @@ __all__ = [
     "cost_axis",
     "draw_png",
     "pareto_front",
+    "plot_drawings",
     "plot_png",
     "set_plot_drawer",
     "verdict_label",
@@ -136,45 +137,60 @@ def plot_png(report: ComparisonReport) -> dict[str, bytes]:
 
 def draw_png(report: ComparisonReport) -> dict[str, bytes]:
     """The comparison's plots by file name, in drawing order (PLOT_NAMES), drawn here."""
+    return {name: draw() for name, draw in plot_drawings(report)}
+
+
+def plot_drawings(report: ComparisonReport) -> list[tuple[str, Callable[[], bytes]]]:
+    """(file name, what draws its bytes) of each of the comparison's plots, in drawing
+    order: :func:`draw_png` calls each; the plot worker may call them in two processes
+    (each plot is drawn on a figure of its own, so the bytes are the same)."""
     a, b = report.a.name, report.b.name
-    plots: dict[str, bytes] = {}
+    drawings: list[tuple[str, Callable[[], bytes]]] = []
     objectives = [o.metric for o in report.spec.objectives if o.metric in report.metrics]
     if objectives:
-        fig = _figure((4.5 * len(objectives), 3.6))
-        axes = fig.subplots(1, len(objectives))
-        axes = axes if len(objectives) > 1 else [axes]
-        for axis, name in zip(axes, objectives, strict=True):
-            _paired_axis(axis, report.metrics[name], a, b)
-        fig.tight_layout()
-        plots[PAIRED_PLOT] = _png(fig)
+        drawings.append((PAIRED_PLOT, lambda: _paired_png(report, objectives, a, b)))
     axis_choice = cost_axis(report)
     if axis_choice is not None:
         metric, label, name = axis_choice
-        success, cost = report.metrics["task_success"], report.metrics[metric]
-        fig = _figure((5, 3.6))
-        axis = fig.subplots()
-        for side, summary_s, summary_c, color in (
-            (a, success.a, cost.a, _COLORS[0]),
-            (b, success.b, cost.b, _COLORS[1]),
-        ):
-            xs = [r.value for r in summary_c.runs]
-            ys = [r.value for r in summary_s.runs]
-            pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if x is not None and y is not None]
-            if pairs:
-                axis.scatter(*zip(*pairs, strict=True), label=side, color=color)
-                front = pareto_front(pairs)
-                axis.plot(*zip(*front, strict=True), color=color, linewidth=1, alpha=0.6)
-        from matplotlib.ticker import MaxNLocator
+        drawings.append((name, lambda: _success_png(report, metric, label, a, b)))
+    return drawings
 
-        axis.xaxis.set_major_locator(MaxNLocator(nbins=5))  # dollar ticks stay apart
-        axis.set_xlabel(label)
-        axis.set_ylabel("task success rate (per replicate)")
-        unit = "USD" if metric == "cost" else "total tokens"
-        axis.set_title(f"success vs cost ({unit})", fontsize=9)
-        axis.legend(fontsize=7)
-        fig.tight_layout()
-        plots[name] = _png(fig)
-    return plots
+
+def _paired_png(report: ComparisonReport, objectives: list[str], a: str, b: str) -> bytes:
+    fig = _figure((4.5 * len(objectives), 3.6))
+    axes = fig.subplots(1, len(objectives))
+    axes = axes if len(objectives) > 1 else [axes]
+    for axis, name in zip(axes, objectives, strict=True):
+        _paired_axis(axis, report.metrics[name], a, b)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _success_png(report: ComparisonReport, metric: str, label: str, a: str, b: str) -> bytes:
+    success, cost = report.metrics["task_success"], report.metrics[metric]
+    fig = _figure((5, 3.6))
+    axis = fig.subplots()
+    for side, summary_s, summary_c, color in (
+        (a, success.a, cost.a, _COLORS[0]),
+        (b, success.b, cost.b, _COLORS[1]),
+    ):
+        xs = [r.value for r in summary_c.runs]
+        ys = [r.value for r in summary_s.runs]
+        pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if x is not None and y is not None]
+        if pairs:
+            axis.scatter(*zip(*pairs, strict=True), label=side, color=color)
+            front = pareto_front(pairs)
+            axis.plot(*zip(*front, strict=True), color=color, linewidth=1, alpha=0.6)
+    from matplotlib.ticker import MaxNLocator
+
+    axis.xaxis.set_major_locator(MaxNLocator(nbins=5))  # dollar ticks stay apart
+    axis.set_xlabel(label)
+    axis.set_ylabel("task success rate (per replicate)")
+    unit = "USD" if metric == "cost" else "total tokens"
+    axis.set_title(f"success vs cost ({unit})", fontsize=9)
+    axis.legend(fontsize=7)
+    fig.tight_layout()
+    return _png(fig)
 
 
 def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]:

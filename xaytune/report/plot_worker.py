@@ -1,12 +1,17 @@
 """A process that draws a run's plots, started when the run starts (issue 33, item 3).
 
 Importing matplotlib costs ~0.35 s and the comparison it draws exists only at the end
-of a run. :func:`start_plot_worker` starts ``python -c`` on :func:`serve` as the run
-begins: it imports matplotlib (and the report modules) on the other core while the
-replicates run, then waits. At the end, :func:`xaytune.report.plot_png` sends it the
-released report (pickled) and gets back :func:`xaytune.report.draw_png`'s bytes,
-drawn there: the same function, the same matplotlib, the same bytes, written where and
-when they are written without a worker (tests/app/test_app_plot_worker.py).
+of a run. :func:`start_plot_worker` starts ``python -c`` on :func:`serve`: the command
+line starts it first thing, before Hydra is imported and composes (:mod:`xaytune.app.cli`,
+:func:`hand_over`), and the task function takes it (:func:`take_handed`). It imports
+matplotlib (and the report modules) on the other core while the replicates run, then
+waits. At the end, :func:`xaytune.report.plot_png` sends it the released report (pickled)
+and gets back :func:`xaytune.report.draw_png`'s bytes, drawn there: the same function,
+the same matplotlib, the same bytes, written where and when they are written without a
+worker (tests/app/test_app_plot_worker.py). It draws a comparison's plots as soon as it
+has sent the comparison back (the run asks for them after writing its JSON reports),
+the first in its own process and the others in a forked copy of it on the other core
+(:func:`draw_in_two`); asked for another report's plots, it draws those.
 
 It is started only when a core is free (:func:`core_is_free`): on a machine busy
 with other work its second import of numpy and the report modules costs more than the
@@ -40,7 +45,16 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["MAX_SENT_OBSERVATIONS", "PlotWorker", "core_is_free", "serve", "start_plot_worker"]
+__all__ = [
+    "MAX_SENT_OBSERVATIONS",
+    "PlotWorker",
+    "core_is_free",
+    "draw_in_two",
+    "hand_over",
+    "serve",
+    "start_plot_worker",
+    "take_handed",
+]
 
 _LENGTH = 8
 _CODE = "from xaytune.report.plot_worker import serve; serve(draw={draw})"
@@ -163,6 +177,26 @@ def start_plot_worker(*, always: bool = False, draw: bool = True) -> PlotWorker 
     return PlotWorker(process)
 
 
+# A worker the command line started before Hydra's import and composition (~0.5 s
+# sooner than the task function could), for the task function to take.
+_handed: list[PlotWorker] = []
+
+
+def hand_over(worker: PlotWorker) -> None:
+    """Leave ``worker`` for :func:`take_handed` (xaytune.app.cli, as it starts)."""
+    _handed[:] = [worker]
+
+
+def take_handed() -> PlotWorker | None:
+    """The worker left by :func:`hand_over`, once; None when there is none or it is
+    gone (xaytune.app.main takes it for the run, or ends it when nothing is drawn)."""
+    worker = _handed.pop() if _handed else None
+    if worker is not None and worker._process.poll() is not None:
+        worker.close()
+        return None
+    return worker
+
+
 def serve(*, draw: bool = True) -> None:
     """The worker's main loop: import scipy and the comparison, then (when ``draw``)
     matplotlib, then answer each request until end of file on stdin."""
@@ -189,15 +223,71 @@ def serve(*, draw: bool = True) -> None:
 
         from xaytune.report import draw_png
 
+    # The plots of the last comparison, drawn as soon as it is sent back: the run asks
+    # for them after writing its JSON reports (report, plots); another report is drawn
+    # when asked.
+    drawn: tuple[Any, dict[str, bytes]] | None = None
     while (request := _receive(requests)) is not None:
+        compared = None
         try:
             kind, argument = pickle.loads(request)
             if kind == "compare":
-                reply: tuple[str, Any] = ("ok", compare_here(*argument))
+                compared = compare_here(*argument)
+                reply: tuple[str, Any] = ("ok", compared)
+            elif drawn is not None and drawn[0] == argument:
+                reply = ("ok", drawn[1])
             else:
-                from xaytune.report import draw_png
-
-                reply = ("ok", draw_png(argument))
+                reply = ("ok", draw_in_two(argument))
         except Exception as error:  # reported to the run, which then works itself
             reply = ("error", f"{type(error).__name__}: {error}")
         _send(replies, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+        if draw and compared is not None:
+            drawn = _drawn_ahead(compared)
+
+
+def _drawn_ahead(report: Any) -> tuple[Any, dict[str, bytes]] | None:
+    """(the released report, its plots) drawn before they are asked for; None when
+    they cannot be drawn (asked for, they are drawn again and the error answered)."""
+    released = report.released()
+    try:
+        return released, draw_in_two(released)
+    except Exception:  # the request for them reports it
+        return None
+
+
+def draw_in_two(report: Any) -> dict[str, bytes]:
+    """:func:`~xaytune.report.draw_png` of ``report``, its first plot drawn here and the
+    others in a forked copy of this process on the other core (~0.2 s each): the same
+    functions on the same state, so the same bytes. When the copy cannot be made or
+    does not answer, this process draws them too."""
+    from xaytune.report._plots import plot_drawings
+
+    drawings = plot_drawings(report)
+    if len(drawings) < 2:
+        return {name: draw() for name, draw in drawings}
+    rest = drawings[1:]
+    try:
+        read_end, write_end = os.pipe()
+        child = os.fork()
+    except OSError:
+        return {name: draw() for name, draw in drawings}
+    if child == 0:  # the copy: draw the rest, send their bytes, exit without cleanup
+        status = 1
+        try:
+            os.close(read_end)
+            with os.fdopen(write_end, "wb") as out:
+                out.write(pickle.dumps([draw() for _, draw in rest]))
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    first = drawings[0][1]()
+    with os.fdopen(read_end, "rb") as pipe:
+        sent = pipe.read()
+    _, status = os.waitpid(child, 0)
+    if status != 0 or not sent:
+        others = [draw() for _, draw in rest]
+    else:
+        others = pickle.loads(sent)  # our own copy's answer
+    names = [name for name, _ in drawings]
+    return dict(zip(names, [first, *others], strict=True))
