@@ -112,13 +112,6 @@ def audit_tree(
         if models is not None:
             for file, message in models_problems(cfg, path.parent):
                 audit.problem(file, message)
-        elif source is not None and cfg is not None:
-            under = [record for record in records if record.is_relative_to(path.parent)]
-            differing = comparison_problems(
-                path.parent, cfg, source, records=under, load=audit.load
-            )
-            for file, message in differing:
-                audit.problem(file, message)
         check_recomparisons(manifest, path, source, cfg, audit)
         if cfg is not None and models is None:
             for message in looks_problems(path.parent, cfg.seeds):
@@ -144,6 +137,14 @@ def audit_tree(
                 continue  # listed by that model's own manifest
             if record.parent not in mine:
                 audit.problem(record, "unlisted-replicate: a replicate the manifest does not list")
+        # Last: its scipy is imported by the helper process meanwhile (xaytune.verify).
+        if models is None and source is not None and cfg is not None:
+            under = [record for record in records if record.is_relative_to(path.parent)]
+            differing = comparison_problems(
+                path.parent, cfg, source, records=under, load=audit.load
+            )
+            for file, message in differing:
+                audit.problem(file, message)
     for marker in audit.files.named(STORE_MARKER):
         if marker.parent not in listed:
             audit.problem(marker.parent, "unlisted-store: an evidence store no manifest lists")
