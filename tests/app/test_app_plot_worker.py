@@ -7,6 +7,7 @@ answer costs only the speed (the run's process draws)."""
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 from pathlib import Path
 
@@ -72,6 +73,30 @@ def test_plot_png_asks_the_worker_which_draws_the_same_bytes(tree, no_drawer):
         worker.close()
     assert len(asked) == 2
     assert drawn == again == draw_png(released)
+
+
+def test_the_worker_warmed_up_draws_what_a_fresh_process_draws(tree, no_drawer):
+    # The worker draws a throw-away figure before its first request; a process that
+    # never drew anything must make the same bytes.
+    import subprocess
+
+    fresh = tree.parent / "fresh-plots.bin"
+    code = (
+        "import pickle, sys; from pathlib import Path;"
+        "from xaytune.core.harness_comparison import ComparisonReport;"
+        "from xaytune.report import draw_png;"
+        "r = ComparisonReport.model_validate_json(Path(sys.argv[1]).read_bytes());"
+        "Path(sys.argv[2]).write_bytes(pickle.dumps(draw_png(r)))"
+    )
+    report = tree / "comparison" / "report.json"
+    subprocess.run([sys.executable, "-c", code, str(report), str(fresh)], check=True)
+    worker = start_plot_worker(always=True)
+    assert worker is not None
+    try:
+        drawn = worker.draw(_released(tree))
+    finally:
+        worker.close()
+    assert drawn == pickle.loads(fresh.read_bytes())
 
 
 def test_a_worker_that_is_gone_costs_only_the_speed(tree, no_drawer):

@@ -138,8 +138,10 @@ def _apply_patches(args: argparse.Namespace) -> None:
 # Hydra's options after which nothing is compared or drawn: help, the config printed,
 # shell completion, a sweep (each job compares nothing), a dry run.
 _NOTHING_DRAWN = frozenset(
-    "-h --help --hydra-help --version -c --cfg -i --info -sc --shell-completion "
-    "-m --multirun --dry-run dry_run=true".split()
+    {
+        *("-h", "--help", "--hydra-help", "--version", "-c", "--cfg", "-i", "--info"),
+        *("-sc", "--shell-completion", "-m", "--multirun", "--dry-run", "dry_run=true"),
+    }
 )
 
 

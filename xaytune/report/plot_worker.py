@@ -11,7 +11,9 @@ the same matplotlib, the same bytes, written where and when they are written wit
 worker (tests/app/test_app_plot_worker.py). It draws a comparison's plots as soon as it
 has sent the comparison back (the run asks for them after writing its JSON reports),
 the first in its own process and the others in a forked copy of it on the other core
-(:func:`draw_in_two`); asked for another report's plots, it draws those.
+(:func:`draw_in_two`); asked for another report's plots, it draws those. While it waits
+for the first request it draws a throw-away figure (:func:`~xaytune.report._plots.warm_up`),
+so the run's first plot does not pay for loading the font.
 
 It is started only when a core is free (:func:`core_is_free`): on a machine busy
 with other work its second import of numpy and the report modules costs more than the
@@ -40,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -221,7 +224,10 @@ def serve(*, draw: bool = True) -> None:
         import matplotlib.figure
         import matplotlib.ticker  # noqa: F401
 
-        from xaytune.report import draw_png
+        from xaytune.report._plots import warm_up
+
+        if not select.select([requests], [], [], 0)[0]:  # nothing asked yet: time to spare
+            warm_up()
 
     # The plots of the last comparison, drawn as soon as it is sent back: the run asks
     # for them after writing its JSON reports (report, plots); another report is drawn
@@ -285,9 +291,7 @@ def draw_in_two(report: Any) -> dict[str, bytes]:
     with os.fdopen(read_end, "rb") as pipe:
         sent = pipe.read()
     _, status = os.waitpid(child, 0)
-    if status != 0 or not sent:
-        others = [draw() for _, draw in rest]
-    else:
-        others = pickle.loads(sent)  # our own copy's answer
+    # Our own copy's answer; or, when it failed, drawn here.
+    others = pickle.loads(sent) if status == 0 and sent else [draw() for _, draw in rest]
     names = [name for name, _ in drawings]
     return dict(zip(names, [first, *others], strict=True))
