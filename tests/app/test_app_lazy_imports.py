@@ -303,6 +303,25 @@ def test_the_plot_worker_module_loads_neither_the_pages_nor_the_comparison(tmp_p
     assert _loaded(modules, ("xaytune.comparison.compare", "xaytune.report._page", "jinja2")) == []
 
 
+_VERIFY = """
+import json, sys
+from xaytune.verify import main
+code = main([sys.argv[1]])
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_verifying_an_unsigned_tree_without_trust_loads_no_cryptography(
+    tmp_path, cli_env, quickstart
+):
+    facts = json.loads(
+        _python(_VERIFY, str(quickstart.out), cwd=tmp_path, env=cli_env).splitlines()[-1]
+    )
+    assert facts["code"] == 0
+    assert "xaytune.release.signing" in facts["modules"]  # it asked whether the tree is signed
+    assert _loaded(facts["modules"], ("cryptography",)) == []
+
+
 def test_every_public_report_name_is_its_module_s_object():
     import importlib
 

@@ -53,11 +53,15 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+# cryptography (~20 ms to import) is imported by the functions that use a key: the audit
+# of an unsigned tree, without --trust, never does (tests/app/test_app_lazy_imports.py).
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 from xaytune.core.canonical import canonical_bytes
 from xaytune.core.errors import ConfigError, EvidenceError, FingerprintError
@@ -101,6 +105,9 @@ def generate_key(path: Path) -> tuple[Path, Path]:
     for target in (path, public_path):
         if os.path.lexists(target):
             raise ConfigError("exists", f"{target}: already exists; a key is never overwritten")
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     key = Ed25519PrivateKey.generate()
     private_pem = key.private_bytes(
         serialization.Encoding.PEM,
@@ -136,6 +143,9 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
     """The ed25519 private key in the PEM at ``path`` (``bad-key`` otherwise)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     try:
         key = serialization.load_pem_private_key(_read_key(path), password=None)
     except (ValueError, TypeError) as error:
@@ -149,6 +159,9 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
     """The ed25519 public key in the PEM at ``path`` (``bad-key`` otherwise)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         key = serialization.load_pem_public_key(_read_key(path))
     except (ValueError, TypeError) as error:
@@ -173,6 +186,8 @@ def _first_line(error: Exception) -> str:
 
 def keyid(public_key: Ed25519PublicKey) -> str:
     """``sha256:<hex>`` of the public key's DER SubjectPublicKeyInfo."""
+    from cryptography.hazmat.primitives import serialization
+
     der = public_key.public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     )
@@ -380,6 +395,8 @@ def _verified_subjects(path: Path, public_key: Ed25519PublicKey) -> dict[str, st
 
 
 def _verifies(public_key: Ed25519PublicKey, signature: bytes, message: bytes) -> bool:
+    from cryptography.exceptions import InvalidSignature
+
     try:
         public_key.verify(signature, message)
     except InvalidSignature:
