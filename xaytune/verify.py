@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         return _verify(root, trust, suites)
     from xaytune.comparison.compare import set_compare_delegate
 
-    set_compare_delegate(worker.compare)
+    set_compare_delegate(worker.compare, ahead=worker.compare_ahead)
     try:
         return _verify(root, trust, suites)
     finally:

@@ -17,6 +17,7 @@ from xaytune.comparison.compare import (
     ObjectiveMetric,
     SuiteName,
     compare,
+    compare_ahead,
     compare_here,
     set_compare_delegate,
 )
@@ -130,3 +131,84 @@ def test_runs_too_large_to_send_are_compared_here(inputs, worker, no_delegate, m
     )
     monkeypatch.setattr(plot_worker, "MAX_SENT_OBSERVATIONS", 240)
     assert worker.compare(a, b, spec, suite) is not None  # sent
+
+
+def test_a_comparison_sent_ahead_is_collected_whatever_its_size(
+    inputs, worker, no_delegate, monkeypatch
+):
+    # Sent ahead, the runs go whatever MAX_SENT_OBSERVATIONS says: the worker computes
+    # them while the caller does other work (the audit verifying the attempts).
+    a, b, spec, suite = inputs
+    monkeypatch.setattr(plot_worker, "MAX_SENT_OBSERVATIONS", 0)
+    set_compare_delegate(worker.compare, ahead=worker.compare_ahead)
+    compare_ahead(a, b, spec, suite)
+    assert len(worker._ahead) == 1
+    report = compare(a, b, spec, suite)  # collected from the worker
+    assert worker._ahead == []
+    assert canonical_bytes(report) == canonical_bytes(compare_here(a, b, spec, suite))
+    assert worker.compare(a, b, spec, suite) is None  # asked now: too large to send
+
+
+def test_a_reply_sent_ahead_for_other_runs_is_never_taken_for_these(inputs, worker, no_delegate):
+    a, b, spec, suite = inputs
+    calibrated = spec.model_copy(update={"calibrate": True})
+    worker.compare_ahead(a, b, spec, suite)
+    worker.compare_ahead(b, a, spec, suite)
+    # Another spec, then the swapped runs: each gets its own report, and the replies
+    # to what was sent ahead are read (and dropped) on the way.
+    here = compare_here(a, b, calibrated, suite)
+    assert canonical_bytes(worker.compare(a, b, calibrated, suite)) == canonical_bytes(here)
+    assert worker._ahead == []
+    swapped = worker.compare(b, a, spec, suite)
+    assert canonical_bytes(swapped) == canonical_bytes(compare_here(b, a, spec, suite))
+    # Equal runs that are other objects are not the runs sent ahead either.
+    copy_of_a = a.model_copy(deep=True)
+    worker.compare_ahead(copy_of_a, b, spec, suite)
+    assert worker.compare(a, b, spec, suite) is not None  # answered by a new request
+    assert worker._ahead == []
+
+
+def test_without_a_delegate_nothing_is_sent_ahead(inputs, no_delegate):
+    a, b, spec, suite = inputs
+    compare_ahead(a, b, spec, suite)  # no delegate: nothing to do, nothing raised
+    assert canonical_bytes(compare(a, b, spec, suite)) == canonical_bytes(
+        compare_here(a, b, spec, suite)
+    )
+
+
+def test_a_drawing_worker_reads_replies_sent_ahead_before_drawing(inputs, quickstart):
+    from xaytune.report import draw_png
+
+    a, b, spec, suite = inputs
+    drawing = start_plot_worker(always=True)
+    assert drawing is not None
+    try:
+        drawing.compare_ahead(a, b, spec, suite)
+        released = ComparisonReport.model_validate_json(
+            (quickstart.out / "comparison" / "report.json").read_bytes()
+        )
+        assert drawing.draw(released) == draw_png(released)
+    finally:
+        drawing.close()
+
+
+def test_the_audit_sends_the_comparison_ahead_and_collects_it(quickstart, no_delegate):
+    # audit_tree starts each comparison before it verifies the attempts, and compares
+    # the very runs it sent.
+    from xaytune.audit.verify import audit_tree
+
+    sent, asked = [], []
+
+    def ahead(*arguments):
+        sent.append(arguments)
+
+    def delegate(*arguments):
+        asked.append(arguments)
+        return None  # compared here
+
+    set_compare_delegate(delegate, ahead=ahead)
+    problems, _, _ = audit_tree(quickstart.out)
+    assert problems == []
+    assert len(sent) == len(asked) == 1
+    assert sent[0][0] is asked[0][0] and sent[0][1] is asked[0][1]
+    assert sent[0][2:] == asked[0][2:]

@@ -136,7 +136,7 @@ def test_a_run_ends_its_worker_and_gives_the_comparison_and_plots_back_to_its_pr
 ):
     # ``main`` called in process (as the Python API's callers and these tests do) must
     # not leave a worker holding scipy and matplotlib behind it, one per run.
-    from xaytune.comparison import compare as comparison
+    from xaytune.comparison import delegate as comparison
     from xaytune.report import _plots, plot_worker
 
     started = []
@@ -158,7 +158,7 @@ def test_a_run_ends_its_worker_and_gives_the_comparison_and_plots_back_to_its_pr
     assert starters == ["_start_worker"]
     assert take_handed() is None
     assert started[0]._process.poll() is not None  # ended with the run, not at exit
-    assert comparison._delegate == [] and _plots._drawer == []
+    assert comparison._delegate == comparison._ahead == [] and _plots._drawer == []
 
 
 @pytest.mark.parametrize(

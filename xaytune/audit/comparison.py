@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xaytune.comparison.compare import CandidateRuns, compare_ahead
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
 from xaytune.experiment.attempt_errors import ERRORS_FILE, Loader, comparison_errors, errors_bytes
@@ -25,6 +26,7 @@ from xaytune.experiment.tree.gather import (
     COMPARISON_DIR,
     comparison_dirs,
     comparison_files,
+    comparison_inputs,
     comparison_report,
     gather_candidates,
     summary_of,
@@ -32,7 +34,7 @@ from xaytune.experiment.tree.gather import (
 from xaytune.experiment.tree.looks import looks_before, read_looks
 from xaytune.harness.evidence.publish import load_published
 
-__all__ = ["RECOMPUTE_ERRORS", "cannot_recompute", "comparison_problems"]
+__all__ = ["RECOMPUTE_ERRORS", "cannot_recompute", "comparison_problems", "start_comparisons"]
 
 # What records of a tree that are not what the app wrote raise when recomputed from.
 RECOMPUTE_ERRORS = (
@@ -55,6 +57,29 @@ def cannot_recompute(reason: str, what: str, error: BaseException) -> str:
     )
 
 
+def start_comparisons(
+    base: Path, cfg: ExperimentConfig, source: SuiteSource, *, records: list[Path]
+) -> dict[str, CandidateRuns] | None:
+    """The candidates the replicate records under ``base`` give, each challenger's
+    comparison with the baseline started where a delegate computes it
+    (:func:`~xaytune.comparison.compare.compare_ahead`: the audit's helper process,
+    while this one verifies the attempts); None when the run has no comparison or its
+    records cannot be gathered (:func:`comparison_problems` says why)."""
+    if not (base / COMPARISON_DIR).is_dir():
+        return None
+    try:
+        candidates = gather_candidates(base, records=records)
+    except RECOMPUTE_ERRORS:
+        return None
+    for label in comparison_dirs(base, cfg):
+        try:
+            inputs = comparison_inputs(base, cfg, source, label, candidates=candidates)
+        except RECOMPUTE_ERRORS:
+            continue  # reported when it is compared
+        compare_ahead(*inputs)
+    return candidates
+
+
 def comparison_problems(
     base: Path,
     cfg: ExperimentConfig,
@@ -63,6 +88,7 @@ def comparison_problems(
     *,
     records: list[Path] | None = None,
     load: Loader = load_published,
+    candidates: dict[str, CandidateRuns] | None = None,
 ) -> list[tuple[Path, str]]:
     """(file, problem) for each comparison file that is not what the replicates under
     ``base`` give under ``cfg``: in ``directory`` (a comparison made again), or every
@@ -70,11 +96,13 @@ def comparison_problems(
     the run has no ``comparison/`` (a sweep's job). ``records``: the replicate
     records under ``base``, when the caller has listed the tree; ``load``: how each
     replicate's published evidence is loaded for the errors record (the auditor's
-    cache: each statement parsed once per audit)."""
+    cache: each statement parsed once per audit); ``candidates``: what
+    :func:`start_comparisons` gathered from them."""
     if not (base / COMPARISON_DIR).is_dir() and directory is None:
         return []
     try:
-        candidates = gather_candidates(base, records=records)
+        if candidates is None:
+            candidates = gather_candidates(base, records=records)
     except RECOMPUTE_ERRORS as error:
         where = base / COMPARISON_DIR if directory is None else directory
         return [(where, cannot_recompute("report-mismatch", "the comparison", error))]

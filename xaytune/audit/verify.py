@@ -42,7 +42,7 @@ from xaytune.audit._manifests import (
 )
 from xaytune.audit._replicates import check_replicate
 from xaytune.audit._strays import check_no_links, check_strays
-from xaytune.audit.comparison import comparison_problems
+from xaytune.audit.comparison import comparison_problems, start_comparisons
 from xaytune.core.domain.benchmark import SuiteSource
 from xaytune.core.errors import XaytuneError
 from xaytune.experiment.models_run import MODELS_DIR, models_problems
@@ -122,6 +122,12 @@ def audit_tree(
             audit.problem(path, problem)
         if cfg is not None and models is None:
             check_coverage(manifest, path, cfg, audit)
+        under = [record for record in records if record.is_relative_to(path.parent)]
+        # The comparison is started now where a helper process computes it (xaytune.verify)
+        # and collected once the attempts are verified.
+        candidates = None
+        if models is None and source is not None and cfg is not None:
+            candidates = start_comparisons(path.parent, cfg, source, records=under)
         mine: set[Path] = set()
         for replicate in manifest.replicates:
             store_root = check_replicate(manifest, replicate, path, source, cfg, audit)
@@ -137,11 +143,10 @@ def audit_tree(
                 continue  # listed by that model's own manifest
             if record.parent not in mine:
                 audit.problem(record, "unlisted-replicate: a replicate the manifest does not list")
-        # Last: its scipy is imported by the helper process meanwhile (xaytune.verify).
+        # Last: the helper process imports scipy and computes it meanwhile.
         if models is None and source is not None and cfg is not None:
-            under = [record for record in records if record.is_relative_to(path.parent)]
             differing = comparison_problems(
-                path.parent, cfg, source, records=under, load=audit.load
+                path.parent, cfg, source, records=under, load=audit.load, candidates=candidates
             )
             for file, message in differing:
                 audit.problem(file, message)

@@ -19,7 +19,7 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -35,6 +35,12 @@ from xaytune.comparison.conditions import (
     same_harness,
 )
 from xaytune.comparison.decide import decide_by_method
+from xaytune.comparison.delegate import (
+    SuiteName,
+    asked_delegate,
+    compare_ahead,
+    set_compare_delegate,
+)
 from xaytune.comparison.family import (
     FAMILY_TRIALS,
     FamilyObjective,
@@ -154,6 +160,7 @@ __all__ = [
     "Verdict",
     "VerdictReason",
     "compare",
+    "compare_ahead",
     "compare_here",
     "config_diff",
     "expected_seeds",
@@ -376,39 +383,16 @@ def _relation(
     return "inconclusive"
 
 
-@dataclass(frozen=True)
-class SuiteName:
-    """What compare() reads of a suite (its name and digest), sent to another process
-    without the suite's tasks."""
-
-    name: str
-    digest: str
-
-
-# The comparer another process offers (set_compare_delegate); empty: compare here.
-_delegate: list[Callable[..., ComparisonReport | None]] = []
-
-
-def set_compare_delegate(delegate: Callable[..., ComparisonReport | None] | None) -> None:
-    """Have :func:`compare` ask ``delegate(a, b, spec, SuiteName)`` first (None: compare
-    in this process again). ``delegate`` must return exactly :func:`compare_here`'s
-    report, or None when it cannot answer (its process is gone, or the comparison is
-    refused): :func:`compare_here` then runs here, and raises any refusal itself."""
-    _delegate.clear()
-    if delegate is not None:
-        _delegate.append(delegate)
-
-
 def compare(
     a: CandidateRuns, b: CandidateRuns, spec: ComparisonSpec, suite: SuiteLike
 ) -> ComparisonReport:
     """:func:`compare_here`, computed by the delegate set with
     :func:`set_compare_delegate` when it answers (a process that imported scipy
-    while this one did other work: xaytune.report.plot_worker)."""
-    if _delegate:
-        report = _delegate[0](a, b, spec, SuiteName(name=suite.name, digest=suite.digest))
-        if report is not None:
-            return report
+    while this one did other work: xaytune.report.plot_worker;
+    :mod:`xaytune.comparison.delegate`)."""
+    report = asked_delegate(a, b, spec, suite)
+    if report is not None:
+        return report
     return compare_here(a, b, spec, suite)
 
 

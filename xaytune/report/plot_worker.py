@@ -29,7 +29,10 @@ set as :func:`xaytune.comparison.compare.set_compare_delegate`, sends it the two
 candidates' runs and gets back :func:`~xaytune.comparison.compare.compare_here`'s report
 (the same function, the same scipy: the same floats, which pickle keeps bit for bit).
 A refused comparison is answered None: the caller compares, and refuses, itself. The
-audit (``python -m xaytune.verify``) starts one that only compares (``draw=False``).
+audit (``python -m xaytune.verify``) starts one that only compares (``draw=False``), and
+sends each comparison ahead (:meth:`PlotWorker.compare_ahead`, whatever its size) before
+it verifies the attempts: the worker computes it meanwhile and the audit collects it
+last.
 
 Protocol, on the worker's stdin and stdout: each message is an 8-byte big-endian length
 then that many bytes of pickle; a request is ``("draw", ComparisonReport)`` or
@@ -98,19 +101,53 @@ class PlotWorker:
 
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self._process = process
+        # The arguments of each comparison sent ahead whose reply is not read yet, in
+        # the order the replies come.
+        self._ahead: list[tuple[Any, Any, Any, Any]] = []
 
     def draw(self, report: Any) -> dict[str, bytes] | None:
         """:func:`~xaytune.report.draw_png` of ``report``, drawn by the worker; None
         when the worker cannot answer (then it is closed: the caller draws)."""
+        self._collect_ahead(None)  # replies to comparisons sent ahead come first
         return self._ask("draw", report, close_on_error=True)
 
     def compare(self, a: Any, b: Any, spec: Any, suite: Any) -> Any:
         """:func:`~xaytune.comparison.compare.compare_here` of the arguments, computed
         by the worker; None when it cannot answer or refuses, or when the runs hold more
-        than ``MAX_SENT_OBSERVATIONS`` per-task observations (the caller compares)."""
+        than ``MAX_SENT_OBSERVATIONS`` per-task observations (the caller compares) and
+        were not sent ahead (:meth:`compare_ahead`)."""
+        found, report = self._collect_ahead((a, b, spec, suite))
+        if found:
+            return report
         if _observations(a) + _observations(b) > MAX_SENT_OBSERVATIONS:
             return None
         return self._ask("compare", (a, b, spec, suite), close_on_error=False)
+
+    def compare_ahead(self, a: Any, b: Any, spec: Any, suite: Any) -> None:
+        """Send the comparison now, whatever its size (the worker computes it while the
+        caller does other work: sending ~10 us per observation is then worth it); a later
+        :meth:`compare` of the same runs (the same objects) and spec collects the reply."""
+        process = self._process
+        if process.poll() is not None or process.stdin is None:
+            return
+        try:
+            request = pickle.dumps(("compare", (a, b, spec, suite)), pickle.HIGHEST_PROTOCOL)
+            _send(process.stdin, request)
+        except OSError:  # the worker is gone: the caller compares
+            self.close()
+            return
+        self._ahead.append((a, b, spec, suite))
+
+    def _collect_ahead(self, wanted: tuple[Any, Any, Any, Any] | None) -> tuple[bool, Any]:
+        """Read the replies to comparisons sent ahead, up to the one ``wanted`` asks for:
+        (True, its report or None) when one was; (False, None) when none was (every
+        reply read; None: read them all)."""
+        while self._ahead:
+            sent = self._ahead.pop(0)
+            value = self._reply(close_on_error=False)
+            if wanted is not None and _same_comparison(sent, wanted):
+                return True, value
+        return False, None
 
     def _ask(self, kind: str, argument: Any, *, close_on_error: bool) -> Any:
         process = self._process
@@ -119,6 +156,18 @@ class PlotWorker:
         try:
             request = pickle.dumps((kind, argument), protocol=pickle.HIGHEST_PROTOCOL)
             _send(process.stdin, request)
+        except OSError:  # the worker is gone (a broken pipe)
+            self.close()
+            return None
+        return self._reply(close_on_error=close_on_error)
+
+    def _reply(self, *, close_on_error: bool) -> Any:
+        """The value of the worker's next reply; None when it cannot answer (then it is
+        closed) or answers an error (then closed when ``close_on_error``)."""
+        process = self._process
+        if process.stdout is None:
+            return None
+        try:
             reply = _receive(process.stdout)
         except OSError:  # the worker is gone (a broken pipe)
             reply = None
@@ -136,6 +185,7 @@ class PlotWorker:
     def close(self) -> None:
         """End the worker now (it holds nothing that must finish: a run that ends
         before its plots, a refused config, must not wait for matplotlib's import)."""
+        self._ahead.clear()
         process = self._process
         if process.poll() is None:
             process.kill()
@@ -144,6 +194,11 @@ class PlotWorker:
             if stream is not None and not stream.closed:
                 with contextlib.suppress(OSError):  # a pipe the dead worker left unread
                     stream.close()
+
+
+def _same_comparison(sent: tuple[Any, ...], wanted: tuple[Any, ...]) -> bool:
+    """The same runs (the same objects: the caller gathered them once), spec and suite."""
+    return sent[0] is wanted[0] and sent[1] is wanted[1] and sent[2:] == wanted[2:]
 
 
 def core_is_free() -> bool:

@@ -35,6 +35,7 @@ __all__ = [
     "RESTRICTED_REPORT",
     "comparison_dirs",
     "comparison_files",
+    "comparison_inputs",
     "comparison_report",
     "gather_candidates",
     "summary_of",
@@ -157,6 +158,21 @@ def comparison_report(
     report when there are any."""
     if candidates is None:
         candidates = gather_candidates(root)
+    a, b, spec, suite = comparison_inputs(root, cfg, source, challenger, candidates=candidates)
+    return with_looks(compare(a, b, spec, suite), looks or [])
+
+
+def comparison_inputs(
+    root: Path,
+    cfg: ExperimentConfig,
+    source: SuiteSource,
+    challenger: str | None = None,
+    *,
+    candidates: dict[str, CandidateRuns],
+) -> tuple[CandidateRuns, CandidateRuns, ComparisonSpec, Any]:
+    """What :func:`comparison_report` compares: (the baseline's runs, ``challenger``'s
+    (default: the first), the spec ``cfg`` declares, the suite); ``missing-candidate``
+    when ``candidates`` has no replicates of either."""
     challenger = cfg.challengers[0] if challenger is None else challenger
     missing = [label for label in (cfg.baseline, challenger) if label not in candidates]
     if missing:
@@ -175,5 +191,4 @@ def comparison_report(
         alpha=cfg.comparison.alpha,
         bounds=dict(cfg.comparison.bounds),
     )
-    report = compare(candidates[cfg.baseline], candidates[challenger], spec, source.suite)
-    return with_looks(report, looks or [])
+    return candidates[cfg.baseline], candidates[challenger], spec, source.suite
