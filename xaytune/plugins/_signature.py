@@ -20,12 +20,28 @@ from xaytune.core.errors import PluginError
 __all__ = ["check_params", "parameters_model", "problem_of"]
 
 
+# The models built, by (function, skip): a scorer is resolved per replicate and per
+# evaluator, and building a pydantic model costs ~1 ms; a refusal is never kept.
+_built: dict[tuple[Any, int], type[BaseModel]] = {}
+
+
 def parameters_model(fn: Any, *, skip: int, where: str) -> type[BaseModel]:
-    """A strict model of ``fn``'s parameters after the first ``skip`` ones.
+    """A strict model of ``fn``'s parameters after the first ``skip`` ones (built once
+    per function: the same class each time).
 
     ``*args``/``**kwargs`` are refused (``bad-part``): a part's parameters are named.
     An unannotated parameter takes any JSON value.
     """
+    try:
+        return _built[(fn, skip)]
+    except KeyError:
+        model = _built[(fn, skip)] = _parameters_model(fn, skip=skip, where=where)
+        return model
+    except TypeError:  # an unhashable callable: built each time
+        return _parameters_model(fn, skip=skip, where=where)
+
+
+def _parameters_model(fn: Any, *, skip: int, where: str) -> type[BaseModel]:
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as error:
