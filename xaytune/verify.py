@@ -76,6 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     if not root.is_dir():
         print(_one_line(f"error: {root}: not a directory"), file=sys.stderr)
         return 2
+    from xaytune.core.collector import command_collector
+
+    with command_collector():  # off while the audit's modules are imported
+        return _audit(root, trust, suites)
+
+
+def _audit(root: Path, trust: Path | None, suites: tuple[Path, ...]) -> int:
     # Before any other import: the worker imports scipy while this process imports the
     # audit and verifies the evidence (xaytune.report.plot_worker, without matplotlib).
     # Not started (no core free) or unable to answer: the comparison is computed here.
@@ -96,8 +103,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _verify(root: Path, trust: Path | None, suites: tuple[Path, ...]) -> int:
     from xaytune.audit.verify import audit_tree, refuse_busy_tree
+    from xaytune.core.collector import resume_collector
     from xaytune.core.errors import XaytuneError
     from xaytune.release.signing import SIGNATURE_FILE, check_signature, load_public_key
+
+    resume_collector()  # the audit's modules are imported: its work is collected as usual
 
     try:
         refuse_busy_tree(root, command="verify")

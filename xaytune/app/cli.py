@@ -24,6 +24,7 @@ from xaytune.app.composition import (
 )
 from xaytune.app.hydra_errors import composition_error_line
 from xaytune.app.signals import install_stop_handlers
+from xaytune.core.collector import command_collector
 from xaytune.core.errors import XaytuneError
 
 if TYPE_CHECKING:
@@ -161,12 +162,13 @@ def _start_worker(argv: list[str]) -> PlotWorker | None:
 
 def run() -> None:
     """``python -m xaytune``."""
-    worker = _start_worker(sys.argv[1:])
-    try:
-        _run()
-    finally:  # refused before the task function took it, or left by it: ended here
-        if worker is not None:
-            worker.close()
+    with command_collector():  # off while the command imports (resumed by the run)
+        worker = _start_worker(sys.argv[1:])
+        try:
+            _run()
+        finally:  # refused before the task function took it, or left by it: ended here
+            if worker is not None:
+                worker.close()
 
 
 def _run() -> None:

@@ -34,6 +34,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from xaytune.app.composition import composition_done
 from xaytune.app.signals import terminated
+from xaytune.core.collector import resume_collector
 from xaytune.core.errors import ConfigError, XaytuneError
 
 if TYPE_CHECKING:
@@ -253,6 +254,7 @@ def _run(raw: DictConfig, hydra_cfg: Any, *, multirun: bool) -> None:
         _quiet_http_logs()
         from xaytune.app.progress import TerminalObserver, print_gate
 
+        resume_collector()  # what the run imported stays; its work is collected as usual
         result = execute(checked, out=out, observer=TerminalObserver())
         code = result.exit_code
         if multirun:  # a sweep's job is one part of a tree viewed once the sweep ends
