@@ -17,15 +17,17 @@ from xaytune.report._errors import not_compared_text
 from xaytune.report._markdown import render_markdown
 from xaytune.report._page import ReportPage, comparison_view, report_page
 from xaytune.report._plots import plot_png
-from xaytune.report.jinja import render
+from xaytune.report.jinja import prepare, render
 
 __all__ = ["render_html", "rendered_reports", "write_reports"]
+
+_HTML = "report.html.j2"
 
 
 def render_html(page: ReportPage) -> str:
     """report.html of ``page``: self-contained (inline CSS, plots as data: URIs), no
     JavaScript, printable."""
-    return render("report.html.j2", page=page)
+    return render(_HTML, page=page)
 
 
 def rendered_reports(
@@ -57,6 +59,7 @@ def write_reports(
     """Write report.md, report.html and the plots for a released report (no plots for
     a comparison that is not compared: they would draw its differences)."""
     withheld = not_compared_text(errors, released) is not None
+    prepare(_HTML)  # compiled while the plot worker draws (plot_png waits for it)
     images = {} if withheld else plot_png(released)
     for name, data in images.items():
         atomic_write(directory / name, data)
