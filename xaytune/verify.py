@@ -92,12 +92,15 @@ def _audit(root: Path, trust: Path | None, suites: tuple[Path, ...]) -> int:
     if worker is None:
         return _verify(root, trust, suites)
     from xaytune.comparison.compare import set_compare_delegate
+    from xaytune.report import set_report_renderer
 
     set_compare_delegate(worker.compare, ahead=worker.compare_ahead)
+    set_report_renderer(worker.render)  # the pages rendered again there, Jinja2 imported there
     try:
         return _verify(root, trust, suites)
     finally:
         set_compare_delegate(None)
+        set_report_renderer(None)
         worker.close()
 
 

@@ -305,6 +305,9 @@ def test_the_plot_worker_module_loads_neither_the_pages_nor_the_comparison(tmp_p
 
 _VERIFY = """
 import json, sys
+from xaytune.report import plot_worker
+if sys.argv[2:] == ["helper"]:  # a core free, whatever the load
+    plot_worker.core_is_free = lambda: True
 from xaytune.verify import main
 code = main([sys.argv[1]])
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
@@ -320,6 +323,14 @@ def test_verifying_an_unsigned_tree_without_trust_loads_no_cryptography(
     assert facts["code"] == 0
     assert "xaytune.release.signing" in facts["modules"]  # it asked whether the tree is signed
     assert _loaded(facts["modules"], ("cryptography",)) == []
+
+
+def test_an_audit_whose_helper_renders_the_pages_loads_no_jinja2(tmp_path, cli_env, quickstart):
+    out = _python(_VERIFY, str(quickstart.out), "helper", cwd=tmp_path, env=cli_env)
+    facts = json.loads(out.splitlines()[-1])
+    assert facts["code"] == 0
+    assert "xaytune.report._files" in facts["modules"]  # the pages were checked
+    assert _loaded(facts["modules"], ("jinja2", "scipy")) == []
 
 
 def test_every_public_report_name_is_its_module_s_object():

@@ -284,3 +284,58 @@ def test_the_worker_answers_a_draw_of_another_report_with_that_reports_plots(tre
     finally:
         worker.close()
     assert draw_png(swapped) != draw_png(compared.released())
+
+
+def test_the_worker_renders_the_pages_this_process_renders_byte_for_byte(tree, no_drawer):
+    import json
+
+    from xaytune.report._files import rendered_reports_here
+
+    directory = tree / "comparison"
+    released = _released(tree)
+    images = {n: (directory / n).read_bytes() for n in PLOT_NAMES if (directory / n).is_file()}
+    errors = json.loads((directory / "errors.json").read_bytes())
+    here = rendered_reports_here(released, images, model="simulated", errors=errors)
+    assert set(here) == {"report.md", "report.html"}
+    for draw in (True, False):  # a run's worker and an audit's
+        worker = start_plot_worker(always=True, draw=draw)
+        assert worker is not None
+        try:
+            assert worker.render(released, images, "simulated", errors) == here
+            assert worker.render("not a report", images, None, None) is None  # refused
+            assert worker.render(released, images, "simulated", errors) == here  # still there
+        finally:
+            worker.close()
+    gone = start_plot_worker(always=True, draw=False)
+    assert gone is not None
+    gone.close()
+    assert gone.render(released, images, "simulated", errors) is None
+
+
+def test_rendered_reports_asks_the_renderer_and_renders_here_when_it_cannot(tree):
+    import json
+
+    from xaytune.report import rendered_reports, set_report_renderer
+    from xaytune.report._files import rendered_reports_here
+
+    directory = tree / "comparison"
+    released = _released(tree)
+    images = {n: (directory / n).read_bytes() for n in PLOT_NAMES if (directory / n).is_file()}
+    errors = json.loads((directory / "errors.json").read_bytes())
+    here = rendered_reports_here(released, images, model="m", errors=errors)
+    asked = []
+
+    def unable(*arguments):
+        asked.append(arguments)
+        return None
+
+    try:
+        set_report_renderer(unable)
+        assert rendered_reports(released, images, model="m", errors=errors) == here
+        assert asked == [(released, images, "m", errors)]
+        set_report_renderer(lambda *arguments: {"report.md": b"theirs"})
+        assert rendered_reports(released, images, model="m", errors=errors) == {
+            "report.md": b"theirs"
+        }
+    finally:
+        set_report_renderer(None)

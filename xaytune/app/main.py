@@ -204,7 +204,7 @@ def _helper_process(mode: RunMode | None, *, dry_run: bool) -> Iterator[None]:
         yield
         return
     from xaytune.comparison.compare import set_compare_delegate
-    from xaytune.report import set_plot_drawer
+    from xaytune.report import set_plot_drawer, set_report_renderer
 
     worker = started or start_plot_worker()
     if worker is None:
@@ -212,11 +212,13 @@ def _helper_process(mode: RunMode | None, *, dry_run: bool) -> Iterator[None]:
         return
     set_plot_drawer(worker.draw)  # a report's plots come from it (or, gone, from here)
     set_compare_delegate(worker.compare)  # so does the comparison, scipy imported there
+    set_report_renderer(worker.render)  # and report.md/.html, Jinja2 imported there
     try:
         yield
     finally:
         set_plot_drawer(None)
         set_compare_delegate(None)
+        set_report_renderer(None)
         worker.close()
 
 

@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from xaytune.report._errors import cause_lines, error_cells
-    from xaytune.report._files import render_html, rendered_reports, write_reports
+    from xaytune.report._files import (
+        render_html,
+        rendered_reports,
+        set_report_renderer,
+        write_reports,
+    )
     from xaytune.report._markdown import render_markdown
     from xaytune.report._naming import model_title
     from xaytune.report._page import ComparisonView, ReportPage, comparison_view, report_page
@@ -32,6 +37,7 @@ _HOME = {
     "error_cells": "_errors",
     "render_html": "_files",
     "rendered_reports": "_files",
+    "set_report_renderer": "_files",
     "write_reports": "_files",
     "render_markdown": "_markdown",
     "model_title": "_naming",
@@ -82,6 +88,7 @@ __all__ = [
     "rendered_reports",
     "report_page",
     "set_plot_drawer",
+    "set_report_renderer",
     "terminal_grid",
     "terminal_table",
     "write_reports",

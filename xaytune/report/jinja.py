@@ -1,18 +1,23 @@
 """The one Jinja2 environment of the report room: templates in ``templates/``,
 autoescaped (every value from a run is text, never markup), strict about undefined
-names (a typo in a template fails, never renders empty)."""
+names (a typo in a template fails, never renders empty). jinja2 is imported with the
+environment: an audit whose reports its helper process renders never imports it."""
 
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
-import jinja2
+if TYPE_CHECKING:
+    import jinja2
 
 __all__ = ["prepare", "render"]
 
 
 @functools.cache
 def _environment() -> jinja2.Environment:
+    import jinja2
+
     return jinja2.Environment(
         loader=jinja2.PackageLoader("xaytune.report", "templates"),
         autoescape=True,

@@ -111,6 +111,15 @@ class PlotWorker:
         self._collect_ahead(None)  # replies to comparisons sent ahead come first
         return self._ask("draw", report, close_on_error=True)
 
+    def render(
+        self, released: Any, images: dict[str, bytes], model: str | None, errors: Any
+    ) -> dict[str, bytes] | None:
+        """:func:`~xaytune.report._files.rendered_reports_here` of the arguments (report.md
+        and report.html), rendered by the worker; None when it cannot answer (the
+        caller renders)."""
+        self._collect_ahead(None)  # replies to comparisons sent ahead come first
+        return self._ask("render", (released, images, model, errors), close_on_error=False)
+
     def compare(self, a: Any, b: Any, spec: Any, suite: Any) -> Any:
         """:func:`~xaytune.comparison.compare.compare_here` of the arguments, computed
         by the worker; None when it cannot answer or refuses, or when the runs hold more
@@ -281,20 +290,33 @@ def serve(*, draw: bool = True) -> None:
 
         from xaytune.report._plots import warm_up
 
-        if not select.select([requests], [], [], 0)[0]:  # nothing asked yet: time to spare
+        if not _asked(requests):  # time to spare
             warm_up()
 
+    from xaytune.report._files import HTML_TEMPLATE, rendered_reports_here
+    from xaytune.report.jinja import prepare
+
+    prepared = False  # report.html's template compiled (when nothing is asked)
     # The plots of the last comparison, drawn as soon as it is sent back: the run asks
     # for them after writing its JSON reports (report, plots); another report is drawn
     # when asked.
     drawn: tuple[Any, dict[str, bytes]] | None = None
-    while (request := _receive(requests)) is not None:
+    while True:
+        if not prepared and not _asked(requests):
+            prepare(HTML_TEMPLATE)
+            prepared = True
+        if (request := _receive(requests)) is None:
+            break
         compared = None
         try:
             kind, argument = pickle.loads(request)
             if kind == "compare":
                 compared = compare_here(*argument)
                 reply: tuple[str, Any] = ("ok", compared)
+            elif kind == "render":
+                released, images, model, errors = argument
+                rendered = rendered_reports_here(released, images, model=model, errors=errors)
+                reply = ("ok", rendered)
             elif drawn is not None and drawn[0] == argument:
                 reply = ("ok", drawn[1])
             else:
@@ -304,6 +326,13 @@ def serve(*, draw: bool = True) -> None:
         _send(replies, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
         if draw and compared is not None:
             drawn = _drawn_ahead(compared)
+
+
+def _asked(requests: IO[bytes]) -> bool:
+    """Whether a request waits on ``requests``' descriptor. One already read into the
+    stream's buffer with the one before is not seen: it is answered after the work this
+    check allowed (later, never otherwise)."""
+    return bool(select.select([requests], [], [], 0)[0])
 
 
 def _drawn_ahead(report: Any) -> tuple[Any, dict[str, bytes]] | None:
