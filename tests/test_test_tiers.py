@@ -158,9 +158,11 @@ def test_a_crashed_worker_fails_the_run_at_once(tmp_path: Path) -> None:
     (tmp_path / "test_ok.py").write_text("def test_one():\n    pass\n")
     (tmp_path / "test_crash.py").write_text("import os\n\ndef test_crash():\n    os._exit(1)\n")
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2"]
-        + ["--dist", "loadscope", "-c", str(TESTS.parent / "pyproject.toml")]
-        + ["--rootdir", str(tmp_path), str(tmp_path)],
+        [
+            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2"),
+            *("--dist", "loadscope", "-c", str(TESTS.parent / "pyproject.toml")),
+            *("--rootdir", str(tmp_path), str(tmp_path)),
+        ],
         capture_output=True,
         text=True,
         timeout=120,

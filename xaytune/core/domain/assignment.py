@@ -83,7 +83,11 @@ def record_assignment(
             "sample-too-large",
             f"sampling asks for {count} tasks; suite {suite.name} has {len(suite.tasks)}",
         )
-    ranked = sorted(suite.task_ids, key=lambda task_id: _rank_key(seed, suite.digest, task_id))
+    # _rank_key of each id (ids are unique in a suite), spelled in one comprehension:
+    # verification recomputes the assignment of every run it checks.
+    prefix, ids, sha256 = f"{seed}\x1f{suite.digest}\x1f", suite.task_ids, hashlib.sha256
+    rank = {task_id: sha256((prefix + task_id).encode()).digest() for task_id in ids}
+    ranked = sorted(ids, key=rank.__getitem__)
     facts = {
         "suite_name": suite.name,
         "suite_digest": suite.digest,

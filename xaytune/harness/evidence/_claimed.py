@@ -30,7 +30,6 @@ from xaytune.harness.evidence._seal import SEAL_FORMAT
 from xaytune.harness.evidence._spell import outcome_bytes as _outcome_bytes
 from xaytune.harness.evidence._spell import spend_bytes as _spend_bytes
 from xaytune.harness.evidence._template import LineTemplate, placeholder
-from xaytune.harness.evidence.attempt_file import SEAL_PREFIX
 from xaytune.harness.evidence.trajectory import _encode as encode_event
 
 __all__ = ["check_claimed"]
@@ -46,14 +45,28 @@ def _holes(line: bytes, names: tuple[str, ...], marks: dict[str, bytes] | None =
 
 _STATUSES = {"complete": b'"complete"', "partial": b'"partial"'}
 
+
+def _typed(format_: bytes, kinds: tuple[bytes, ...]) -> bytes:
+    """A ``%s`` format (of :func:`_holes` or ``SEAL_FORMAT``) with its holes, in
+    order, made ``kinds`` (``%d`` for a count, ``"sha256:%s"`` for a digest given as
+    hex): fewer small ``%`` per attempt."""
+    parts = format_.split(b"%s")
+    if len(parts) != len(kinds) + 1 or any(b"%" in part.replace(b"%%", b"") for part in parts):
+        raise ValueError("not a format of exactly these holes")
+    return b"".join(part + kind for part, kind in zip(parts, (*kinds, b""), strict=True))
+
+
+_DIGEST_HOLE = b'"sha256:%s"'
 # The seal line of an attempt that was not recovered, as seal_line spells it (the
-# writer's own format of its holes).
-_SEAL = SEAL_FORMAT
+# writer's own format of its holes: number, record, outcome, spend, status, bytes,
+# events, head).
+_SEAL = _typed(SEAL_FORMAT, (b"%d", _DIGEST_HOLE, b"%s", b"%s", b"%s", b"%d", b"%d", _DIGEST_HOLE))
 
 # An end event's line after its ``{"prev":"<digest>"`` (checked with the chain), as
 # the trajectory writer spells it.
 _OPENING = b'{"prev":"'
-_EVENT_OPENING = len(b'{"prev":"sha256:"') + 64  # an event's opening, up to its fields
+_PREV = b'{"prev":"sha256:%s"'  # an event's opening, given the previous line's hex digest
+_EVENT_OPENING = len(_PREV % (b"0" * 64))  # an event's opening, up to its fields
 _END_HOLES = ("seq", "outcome", "spend", "status")
 _END_LINE = encode_event(
     placeholder("prev"),
@@ -61,12 +74,16 @@ _END_LINE = encode_event(
     "end",
     {name: placeholder(name) for name in _END_HOLES[1:]},
 )
-_END = _holes(
-    _END_LINE[_END_LINE.index(b'",', len(_OPENING)) + 1 :],
-    _END_HOLES,
-    {"seq": placeholder("seq").encode()}
-    | {name: canonical_bytes(placeholder(name)) for name in _END_HOLES[1:]},
+_END = _typed(
+    _holes(
+        _END_LINE[_END_LINE.index(b'",', len(_OPENING)) + 1 :],
+        _END_HOLES,
+        {"seq": placeholder("seq").encode()}
+        | {name: canonical_bytes(placeholder(name)) for name in _END_HOLES[1:]},
+    ),
+    (b"%d", b"%s", b"%s", b"%s"),
 )
+_DIGEST = type(sha256()).digest
 
 
 def check_claimed(
@@ -75,11 +92,10 @@ def check_claimed(
     *,
     record: bytes,
     spec_fingerprint: str,
-    first_spec: bytes | memoryview | None,
-) -> memoryview | None:
+    first_spec: bytes | None,
+) -> bytes | None:
     """Whether ``data`` is exactly the file a writer writes for ``claim``: its spec
-    line if so (a view of ``data``, for the task's next attempt), else None (the full
-    rebuild decides).
+    line if so (for the task's next attempt), else None (the full rebuild decides).
 
     ``claim`` is exactly typed (the caller checked the evidence object);
     ``spec_fingerprint`` is the one its entry claims, ``record`` the record line the
@@ -88,64 +104,60 @@ def check_claimed(
     """
     facts = claim.__dict__  # exactly typed: its plain values
     status = facts["status"]
-    if facts["recovered"] or (status == "complete") is (facts["outcome"] is None):
+    outcome = facts["outcome"]
+    if facts["recovered"] or (status == "complete") is (outcome is None):
         return None  # recovered, or a claim no seal makes: the full rebuild names it
-    spec_end = data.find(b"\n") + 1
+    find = data.find
+    spec_end = find(b"\n") + 1
     record_end = spec_end + len(record)
-    seal_start = data.rfind(b"\n", 0, len(data) - 1) + 1
-    if (
-        not spec_end
-        or seal_start <= record_end
-        or not data.startswith(record, spec_end)
-        or not data.endswith(b"\n")
-        or not data.startswith(SEAL_PREFIX, seal_start)
-    ):
+    # The seal is the last line (compared whole below, its newline included).
+    seal_start = data.rfind(b"\n", 0, -1) + 1
+    if not spec_end or seal_start <= record_end or not data.startswith(record, spec_end):
         return None
-    view = memoryview(data)
-    spec_line = view[: spec_end - 1]
+    spec_line = data[: spec_end - 1]
     if (first_spec is not None and spec_line != first_spec) or (
         "sha256:" + sha256(spec_line).hexdigest() != spec_fingerprint
     ):
         return None
-    record_digest = facts["record_digest"]
-    head = b"sha256:" + hexlify(sha256(record).digest())
-    if head != record_digest.encode():
-        return None
+    record_hex = head = hexlify(_DIGEST(sha256(record)))
     # The chain: each event opens with the digest of the line before it.
-    find = data.find
+    startswith = data.startswith
     at = record_end
     count = 0
-    last = -1
+    last = at
     while at < seal_start:
-        if not data.startswith(b'{"prev":"%s"' % head, at):
+        if not startswith(_PREV % head, at):
             return None
         last = at
         at = find(b"\n", at, seal_start) + 1
-        head = b"sha256:" + hexlify(sha256(view[last:at]).digest())
+        head = hexlify(_DIGEST(sha256(data[last:at])))
         count += 1
-    if last < 0 or head != facts["trajectory_head"].encode() or count != facts["trajectory_events"]:
+    if (
+        count != facts["trajectory_events"]
+        or b"sha256:" + head != facts["trajectory_head"].encode()
+        or b"sha256:" + record_hex != facts["record_digest"].encode()
+    ):
         return None
     try:
-        outcome = _outcome_bytes(facts["outcome"])
+        spelled = _outcome_bytes(outcome)
     except (KeyError, FingerprintError):  # a terminal or text no writer writes
         return None
     spend = _spend_bytes(facts["spend"])
     quoted = _STATUSES.get(status)
     if spend is None or quoted is None:
         return None
-    end = _END % (b"%d" % (count - 1), outcome, spend, quoted)
-    fields = last + _EVENT_OPENING
-    if fields + len(end) != seal_start or not data.startswith(end, fields):
+    end = _END % (count - 1, spelled, spend, quoted)
+    if at - last != _EVENT_OPENING + len(end) or not startswith(end, last + _EVENT_OPENING):
         return None
     seal = _SEAL % (
-        b"%d" % facts["attempt"],
-        b'"%s"' % record_digest.encode(),  # a digest: equal to the record's, above
-        outcome,
+        facts["attempt"],
+        record_hex,  # the claimed record digest, compared above
+        spelled,
         spend,
         quoted,
-        b"%d" % (seal_start - record_end),
-        b"%d" % count,
-        b'"%s"' % head,
+        seal_start - record_end,
+        count,
+        head,
     )
     if (
         len(data) - seal_start != len(seal)

@@ -80,18 +80,23 @@ def write_file(path: Path | str, data: bytes, *, durable: bool, append: bool = F
         os.close(fd)
 
 
+_FIRST_READ = 1 << 16  # most attempt files are smaller: one read, no fstat
+
+
 def read_file(path: Path | str) -> bytes:
-    """A whole file in one read (a short read of a regular file is its end)."""
+    """A whole file, in one read when it is under 64 KiB (a short read of a regular
+    file is its end); a larger one is sized by ``fstat`` and read in one more."""
     fd = os.open(path, _READ)
     try:
+        data = os.read(fd, _FIRST_READ)
+        if len(data) < _FIRST_READ:
+            return data
         size = os.fstat(fd).st_size
-        data = os.read(fd, size + 1)
-        if len(data) > size:  # it grew while being read: read the rest
-            chunks = [data]
+        chunks = [data, os.read(fd, max(size - len(data), 0) + 1)]
+        if len(data) + len(chunks[1]) > size:  # it grew while being read: read the rest
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)
-            data = b"".join(chunks)
-        return data
+        return b"".join(chunks)
     finally:
         os.close(fd)
 

@@ -24,6 +24,7 @@ from xaytune.core.errors import EvidenceError
 from xaytune.harness.evidence._claimed import check_claimed
 from xaytune.harness.evidence._io import read_file
 from xaytune.harness.evidence._records import AttemptEvidence, EvidenceEntry
+from xaytune.harness.evidence.attempt import RecordTemplate
 from xaytune.harness.evidence.journal import check_journaled, missing_seal, read_journal
 from xaytune.harness.evidence.rebuild_attempt import (
     Expected,
@@ -119,30 +120,58 @@ def _as_claimed(
     task_id: str,
     stored: Sequence[tuple[int, str]],
     claimed: EvidenceEntry,
-    expected: Expected,
+    records: RecordTemplate,
     committed: dict[tuple[int, int], str],
 ) -> bool:
     """Whether the task's attempt files are exactly what ``claimed`` (exactly typed)
     implies, each seal committed by the journal, and the entry's status theirs: what
     rebuilding the task and comparing would find, found without parsing. Its
     journal entries are then taken out of ``committed``; on False nothing is, and
-    the caller rebuilds the task in full."""
-    records = expected.records
-    attempts = claimed.attempts
-    count = len(stored)
+    the caller rebuilds the task in full. ``records``: the replicate's record
+    template."""
+    facts = claimed.__dict__  # exactly typed: its plain values
+    attempts = facts["attempts"]
     if (
-        records is None  # the replicate's model is not learned yet, or not templated
-        or len(attempts) != count
-        or claimed.task_id != task_id
-        or claimed.position != position
-        or (position, count + 1) in committed
+        len(attempts) != len(stored)
+        or facts["task_id"] != task_id
+        or facts["position"] != position
+        or (position, len(stored) + 1) in committed
     ):
         return False
-    spec_fingerprint = claimed.spec_fingerprint
-    first_spec: memoryview | None = None
+    spec_fingerprint = facts["spec_fingerprint"]
+    if len(stored) == 1:  # one attempt (most tasks): the loop below, written out
+        ((number, path),) = stored
+        (claim,) = attempts
+        key = (position, number)
+        claimed_facts = claim.__dict__
+        if (
+            claimed_facts["attempt"] != number
+            or committed.get(key) != claimed_facts["seal_digest"]
+            or facts["status"]
+            != ("attested" if claimed_facts["status"] == "complete" else "no-attested-result")
+        ):
+            return False
+        try:
+            data = read_file(path)
+        except OSError:
+            return False
+        record = records.line(
+            number, task_id=task_id, position=position, spec_fingerprint=spec_fingerprint
+        )
+        if (
+            check_claimed(
+                data, claim, record=record, spec_fingerprint=spec_fingerprint, first_spec=None
+            )
+            is None
+        ):
+            return False
+        del committed[key]
+        return True
+    first_spec: bytes | None = None
     complete = 0
     for (number, path), claim in zip(stored, attempts, strict=True):
-        if claim.attempt != number or committed.get((position, number)) != claim.seal_digest:
+        key = (position, number)
+        if claim.attempt != number or committed.get(key) != claim.seal_digest:
             return False
         try:
             data = read_file(path)
@@ -160,7 +189,7 @@ def _as_claimed(
         if first_spec is None:
             return False
         complete += claim.status == "complete"
-    if complete > 1 or claimed.status != ("attested" if complete else "no-attested-result"):
+    if complete > 1 or facts["status"] != ("attested" if complete else "no-attested-result"):
         return False
     for number, _ in stored:
         del committed[(position, number)]
@@ -293,64 +322,82 @@ class Rebuild:
     def entries(self) -> Iterator[EvidenceEntry]:
         """The rebuilt entries (what assembly records)."""
         for task in self._tasks():
-            assert task is not None  # (only a claimed task is taken as such)
             yield task.entry()
 
     def compare(self, claimed: Sequence[EvidenceEntry]) -> None:
-        """Refuse the first entry of ``claimed`` (exactly typed) the store does not rebuild.
+        """Refuse the first entry of ``claimed`` (exactly typed, one per assigned task)
+        the store does not rebuild.
 
         A difference is raised after the whole rebuild, as when the rebuilt evidence
-        was compared whole: what the store does not support is refused first.
+        was compared whole: what the store does not support is refused first. (The
+        loop of :meth:`_tasks`, written out: it runs once per attempt of a run.)
         """
-        difference: EvidenceError | None = None
-        for mine, task in zip(claimed, self._tasks(claimed), strict=True):
-            if task is not None and difference is None:
-                try:
-                    task.check(mine)
-                except EvidenceError as error:
-                    difference = error
-        if difference is not None:
-            raise difference
-
-    def _tasks(self, claimed: Sequence[EvidenceEntry] = ()) -> Iterator[_TaskFacts | None]:
-        """Each task rebuilt, in position order; None for a task taken as ``claimed``
-        (with claimed entries, by position)."""
-        store, assignment = self.store, self.expected.assignment
+        store, expected = self.store, self.expected
         if not self.quarantine_checked:
-            check_quarantine(store, assignment)
-        model: ModelIdentity | None = None
+            check_quarantine(store, expected.assignment)
         listings = self.listings
         committed = read_journal(store.root)
-        for position, task_id in enumerate(assignment.task_ids):
+        difference: EvidenceError | None = None
+        model: ModelIdentity | None = None
+        for position, (task_id, mine) in enumerate(
+            zip(expected.assignment.task_ids, claimed, strict=True)
+        ):
             stored = store.attempt_paths(position) if listings is None else listings[position]
-            if position < len(claimed) and _as_claimed(
-                position, task_id, stored, claimed[position], self.expected, committed
+            records = expected.records  # None until task 0's record taught the model
+            if records is not None and _as_claimed(
+                position, task_id, stored, mine, records, committed
             ):
                 # Every record was the template's: the replicate's model, from task 0.
-                task_model = self.expected.model
-                task = None
+                task_model = expected.model
             else:
-                task = _rebuild_task(position, task_id, stored, self.expected, committed, store)
+                task = _rebuild_task(position, task_id, stored, expected, committed, store)
                 task_model = task.model
+                if difference is None:
+                    try:
+                        task.check(mine)
+                    except EvidenceError as error:
+                        difference = error
             if position == 0:
                 model = task_model
             elif task_model is not model and task_model != model:
                 raise refuse("model-mismatch", f"task {task_id}: ran on another model than task 0")
+        self._finish(committed, model)
+        if difference is not None:
+            raise difference
+
+    def _tasks(self) -> Iterator[_TaskFacts]:
+        """Each task rebuilt, in position order."""
+        store, expected = self.store, self.expected
+        if not self.quarantine_checked:
+            check_quarantine(store, expected.assignment)
+        model: ModelIdentity | None = None
+        listings = self.listings
+        committed = read_journal(store.root)
+        for position, task_id in enumerate(expected.assignment.task_ids):
+            stored = store.attempt_paths(position) if listings is None else listings[position]
+            task = _rebuild_task(position, task_id, stored, expected, committed, store)
+            if position == 0:
+                model = task.model
+            elif task.model != model:
+                raise refuse("model-mismatch", f"task {task_id}: ran on another model than task 0")
             yield task
+        self._finish(committed, model)
+
+    def _finish(self, committed: dict[tuple[int, int], str], model: ModelIdentity | None) -> None:
+        """Once every assigned task is rebuilt or taken as claimed (``committed``: the
+        journal's seals not found in their files): refuse a committed seal the store
+        no longer has, or attempts beyond the assigned tasks; learn the run's model."""
+        store, task_ids = self.store, self.expected.assignment.task_ids
         if committed:  # committed seals of attempts the store no longer has
             (position, number), digest = min(committed.items())
-            task_id = (
-                assignment.task_ids[position]
-                if position < len(assignment.task_ids)
-                else f"at position {position}"
-            )
+            task_id = task_ids[position] if position < len(task_ids) else f"at position {position}"
             raise missing_seal(str(store.attempt_file(position, number)), task_id, number, digest)
-        extra = _positions_from(store, len(assignment.task_ids))
+        extra = _positions_from(store, len(task_ids))
         if extra:
             raise refuse(
                 "attempt-omitted",
                 f"store has attempts at position {extra[0]}, "
-                f"beyond the {len(assignment.task_ids)} assigned tasks",
+                f"beyond the {len(task_ids)} assigned tasks",
             )
         if model is None:
             raise refuse("no-attempts", "the run has no attempts")

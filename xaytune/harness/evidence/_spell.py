@@ -51,6 +51,7 @@ def _spend_formats() -> dict[tuple[bool, ...], tuple[bytes, attrgetter]]:
 
 
 _SPENDS = _spend_formats()
+assert len(_NULLABLE) == 2  # spend_bytes unpacks them
 _nulls = attrgetter(*_NULLABLE)
 
 _OUTCOME_FIELDS = tuple(sorted(Outcome.model_fields))
@@ -68,7 +69,8 @@ def spend_bytes(spend: SpendRecord) -> bytes | None:
     """The spend as the writer writes it; None for a value no writer writes (a count
     below zero or beyond 2^53 - 1, a null where a count must be reported). The
     counts must be ints (the caller checked the record's exact types)."""
-    spelled, counts_of = _SPENDS[tuple(value is None for value in _nulls(spend))]
+    cached, reasoning = _nulls(spend)  # (a tuple, not a generator: verification's hot path)
+    spelled, counts_of = _SPENDS[cached is None, reasoning is None]
     counts = counts_of(spend)
     try:
         if min(counts) < 0 or max(counts) > MAX_SAFE_INTEGER:

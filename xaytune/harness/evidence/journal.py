@@ -22,11 +22,14 @@ reader ignores it, a writer cuts it off before appending.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 import threading
 from collections.abc import Iterable, Iterator
+from operator import itemgetter
+from typing import Any
 
 from xaytune.core.canonical import canonical_bytes, sha256_digest
 from xaytune.core.errors import EvidenceError
@@ -87,17 +90,36 @@ def _parse(data: bytes, where: str) -> tuple[Committed, str, int]:
             if problem is not None:
                 raise EvidenceError("journal-broken", f"{where}: line {number}: {problem}")
             seals = json.loads(line)["seals"]
-        for position, attempt, digest in seals:
-            if (position, attempt) in committed:
-                raise EvidenceError(
-                    "journal-broken",
-                    f"{where}: line {number}: position {position} attempt {attempt:03d} "
-                    "is committed twice",
-                )
-            committed[(position, attempt)] = digest
+        before = len(committed)
+        committed.update(zip(map(_KEY, seals), map(_SEAL_DIGEST, seals), strict=True))
+        if len(committed) != before + len(seals):  # a seal committed twice: name it
+            position, attempt = _twice(seals, committed, before)
+            raise EvidenceError(
+                "journal-broken",
+                f"{where}: line {number}: position {position} attempt {attempt:03d} "
+                "is committed twice",
+            )
         head = sha256_digest(line)
         start = stop
     return committed, head, end
+
+
+# A seal entry's (position, attempt) and digest: the seals of a line are added in one
+# dict.update (no loop in Python a seal), a seal committed twice found afterwards.
+_KEY = itemgetter(0, 1)
+_SEAL_DIGEST = itemgetter(2)
+
+
+def _twice(seals: list[list[Any]], committed: Committed, before: int) -> tuple[int, int]:
+    """The first seal of a line that is committed twice: by an earlier line (one of
+    the first ``before`` keys of ``committed``, which the line's update kept in
+    place) or earlier on the same line."""
+    seen = set(itertools.islice(committed, before))
+    for key in map(_KEY, seals):
+        if key in seen:
+            return key
+        seen.add(key)
+    raise AssertionError("no seal is committed twice")
 
 
 def _line_problem(line: bytes, prev: str) -> str | None:

@@ -11,6 +11,7 @@ fact from the suite, the source and the store, not from the evidence object.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -192,14 +193,16 @@ def _verify(
     # Which attempts exist is compared before any is rebuilt: a deleted, added or
     # quarantined attempt is named as such, not by what rebuilding it would find.
     check_quarantine(store, assignment)
-    listings = [store.attempt_paths(entry.position) for entry in evidence.entries]
-    for entry, stored in zip(evidence.entries, listings, strict=True):
-        attempts = entry.attempts
-        if len(stored) == len(attempts) == 1 and stored[0][0] == attempts[0].attempt:
-            continue  # (one attempt, in both)
-        compare_attempt_numbers(
-            entry.task_id, [a.attempt for a in attempts], [number for number, _ in stored]
-        )
+    entries = evidence.entries
+    listings = store.attempt_listings(len(entries))  # (entry i is at position i)
+    if not _one_attempt_each(entries, listings):
+        for entry, stored in zip(entries, listings, strict=True):
+            attempts = entry.attempts
+            if len(stored) == len(attempts) == 1 and stored[0][0] == attempts[0].attempt:
+                continue  # (one attempt, in both)
+            compare_attempt_numbers(
+                entry.task_id, [a.attempt for a in attempts], [number for number, _ in stored]
+            )
     rebuild = Rebuild(
         store,
         suite=suite,
@@ -304,20 +307,39 @@ def _check_claims(
         ) from None
     if assignment.digest != evidence.assignment_digest:
         raise refuse("assignment-mismatch", f"seed {evidence.seed}: assignment digest differs")
-    listed = [entry.task_id for entry in evidence.entries]
-    assigned = set(assignment.task_ids)
-    for task_id in listed:
-        if task_id not in assigned:
-            raise refuse("task-added", f"task {task_id} is in the evidence but not assigned")
-    listed_set = set(listed)
-    for task_id in assignment.task_ids:
-        if task_id not in listed_set:
-            raise refuse("task-omitted", f"task {task_id} is assigned but not in the evidence")
-    if listed != list(assignment.task_ids) or any(
-        entry.position != i for i, entry in enumerate(evidence.entries)
-    ):
+    entries = evidence.entries
+    listed = list(map(_TASK_ID, entries))  # (no loop in Python: one entry per task)
+    if listed != list(assignment.task_ids):
+        assigned = set(assignment.task_ids)
+        for task_id in listed:
+            if task_id not in assigned:
+                raise refuse("task-added", f"task {task_id} is in the evidence but not assigned")
+        listed_set = set(listed)
+        for task_id in assignment.task_ids:
+            if task_id not in listed_set:
+                raise refuse("task-omitted", f"task {task_id} is assigned but not in the evidence")
         raise refuse("task-list-mismatch", "evidence entries are not in assignment order")
-    for entry in evidence.entries:
-        if not entry.attempts:
-            raise refuse("no-attempts", f"task {entry.task_id}: the entry lists no attempts")
+    if list(map(_POSITION, entries)) != list(range(len(entries))):
+        raise refuse("task-list-mismatch", "evidence entries are not in assignment order")
+    if not all(map(_ATTEMPTS, entries)):
+        empty = next(entry for entry in entries if not entry.attempts)
+        raise refuse("no-attempts", f"task {empty.task_id}: the entry lists no attempts")
     return assignment
+
+
+_TASK_ID = attrgetter("task_id")
+_POSITION = attrgetter("position")
+_ATTEMPTS = attrgetter("attempts")
+_FIRST = itemgetter(0)
+_NUMBER = attrgetter("attempt")
+
+
+def _one_attempt_each(
+    entries: Sequence[EvidenceEntry], listings: Sequence[Sequence[tuple[int, str]]]
+) -> bool:
+    """Whether each task has one attempt, in the store and in the evidence, of the same
+    number (most runs: checked for all tasks at once, with no loop in Python)."""
+    attempts = list(map(_ATTEMPTS, entries))
+    return set(map(len, listings)) == {1} == set(map(len, attempts)) and list(
+        map(_FIRST, map(_FIRST, listings))
+    ) == list(map(_NUMBER, map(_FIRST, attempts)))
