@@ -12,6 +12,8 @@ should pay only for B. Target (issue 17): second <= B's replicates in the cold
 iteration + 10% of the cold iteration. Prints ``key=value``; ``second_a_reused_s`` is
 what the reused baseline cost (link, verify, publish, cached evaluation),
 ``second_b_s`` the challenger run again with the cache on (it also stores its entry).
+The ``*_cpu_s`` twins are the process's CPU seconds over the same spans (wall time on
+a shared machine swings with what else runs; CPU time much less).
 """
 
 from __future__ import annotations
@@ -56,28 +58,34 @@ def _config(challenger: str, cache_dir: Path, mode: str, args, suite: Path | Non
 
 
 class _Clock(SilentObserver):
-    """Seconds per candidate name, summed over its replicates (each timed around the
-    whole replicate: set-up, run or reuse, publish, evaluation)."""
+    """Seconds (wall and CPU) per candidate name, summed over its replicates (each
+    timed around the whole replicate: set-up, run or reuse, publish, evaluation)."""
 
     def __init__(self) -> None:
         self.spent: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
 
     @contextmanager
     def replicate(self, title: str, *, total: int) -> Iterator[None]:
         name = title.rsplit(" seed ", 1)[0]
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             yield None
         finally:
             self.spent[name] = self.spent.get(name, 0.0) + time.perf_counter() - started
+            self.cpu[name] = self.cpu.get(name, 0.0) + time.process_time() - cpu
 
 
 def iteration(out: Path, config: dict) -> dict[str, float]:
     """Run the experiment ``config`` into ``out`` (``xaytune.run``: the replicates, then
-    the comparison, untimed); replicate seconds per candidate label."""
+    the comparison, untimed); replicate seconds per candidate label, and its CPU
+    seconds under ``<label>_cpu``."""
     clock = _Clock()
     xaytune.run(config, out=out, observer=clock)
-    return {label: clock.spent[c["name"]] for label, c in config["candidates"].items()}
+    labels = {label: c["name"] for label, c in config["candidates"].items()}
+    return {label: clock.spent[name] for label, name in labels.items()} | {
+        f"{label}_cpu": clock.cpu[name] for label, name in labels.items()
+    }
 
 
 def main() -> int:
@@ -95,14 +103,21 @@ def main() -> int:
         cold = iteration(root / "cold", _config("terse", cache, "off", args, suite))
         iteration(root / "first", _config("mental", cache, "read-write", args, suite))
         second = iteration(root / "second", _config("terse", cache, "read-write", args, suite))
-    cold_total, second_total = sum(cold.values()), sum(second.values())
+    cold_total, second_total = cold["a"] + cold["b"], second["a"] + second["b"]
     bound = cold["b"] + 0.10 * cold_total
+    cold_cpu, second_cpu = cold["a_cpu"] + cold["b_cpu"], second["a_cpu"] + second["b_cpu"]
+    bound_cpu = cold["b_cpu"] + 0.10 * cold_cpu
     print(
         f"tasks={args.tasks or 20} latency_s={args.latency} "
         f"cold_s={cold_total:.3f} cold_b_s={cold['b']:.3f} "
         f"second_s={second_total:.3f} second_a_reused_s={second['a']:.3f} "
         f"second_b_s={second['b']:.3f} "
         f"bound_s={bound:.3f} second_over_cold={second_total / cold_total:.3f} "
+        f"second_over_bound={second_total / bound:.3f} "
+        f"cold_cpu_s={cold_cpu:.3f} cold_b_cpu_s={cold['b_cpu']:.3f} "
+        f"second_cpu_s={second_cpu:.3f} second_a_reused_cpu_s={second['a_cpu']:.3f} "
+        f"second_b_cpu_s={second['b_cpu']:.3f} "
+        f"second_over_bound_cpu={second_cpu / bound_cpu:.3f} "
         f"met={str(second_total <= bound).lower()}"
     )
     return 0

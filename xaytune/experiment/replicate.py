@@ -41,7 +41,7 @@ from xaytune.experiment.parts import experiment_toolbox
 from xaytune.experiment.preflight import endpoint_key, model_error_counts, unvouched
 from xaytune.experiment.source import load_source
 from xaytune.experiment.stops import refuse_unfinished
-from xaytune.experiment.tree import cache, cache_evaluations
+from xaytune.experiment.tree import cache, cache_evaluations, cache_shared
 from xaytune.experiment.tree.files import CANDIDATE_FILE, REPLICATE_FILE, replicate_dir
 from xaytune.experiment.tree.intent import INTENT_FILE
 from xaytune.experiment.tree.reuse import reuse_replicate
@@ -85,7 +85,9 @@ class PreparedReplicate:
     earlier run, which a resume continues, nor a copy from the cache). ``cache_key``:
     the content address of its evidence; ``use_cache``: whether the evidence cache may
     serve or keep it (not when the cache is off, nor for an HTTP endpoint that was not
-    asked who it is)."""
+    asked who it is). ``entry``: the cache entry found under the key for a fresh
+    replicate; its store is then not made yet (a reuse builds it whole from the entry;
+    :func:`run_attempts` makes it when the replicate runs after all)."""
 
     cfg: ExperimentConfig
     label: str
@@ -104,6 +106,7 @@ class PreparedReplicate:
     specs: tuple[AgentExecutionSpec, ...]
     cache_key: str
     use_cache: bool
+    entry: Path | None = None
 
     @property
     def tools(self) -> frozenset[str]:
@@ -218,7 +221,10 @@ def prepare_replicate(
     Removes a copy from the cache a kill cut short, writes the candidate's
     ``candidate.json``, opens the evidence store, records the seeded assignment, builds
     the model (a simulated one seeded by ``seed``), compiles one spec per assigned task
-    and computes the evidence's cache key. No model call is made."""
+    and computes the evidence's cache key. No model call is made. The store's task
+    directories are made unless the cache holds the evidence of a fresh replicate
+    (``entry``): a reuse builds the store whole from the entry, so making a fresh one
+    first (a marker written durably, a directory per task) would be work thrown away."""
     if harness is None:
         if label not in cfg.candidates:
             raise ConfigError("bad-config", f"candidates.{label}: no such candidate")
@@ -250,6 +256,7 @@ def prepare_replicate(
         authorized_tools=frozenset(harness.tool_names),
         model=model.identity,
         prices=cfg.model.prices,
+        make_dirs=False,  # below, once it is known whether the cache holds the evidence
     )
     key = cache.replicate_key(
         suite_digest=suite.digest,
@@ -261,15 +268,26 @@ def prepare_replicate(
         model_adapter=model_adapter_identity(model).model_dump(mode="json"),
         endpoint=endpoint_key(cfg.model),
     )
+    # An HTTP endpoint not asked who it is (preflight: false) cannot vouch for a cache entry.
+    use_cache = cfg.cache.mode != "off" and not unvouched(cfg.model)
+    entry = None
+    if fresh and use_cache:
+        entry = cache.lookup(cache.cache_root(cfg.cache.dir), key)
+    if entry is None:
+        _make_store(store, len(specs))
     return PreparedReplicate(
         cfg=cfg, label=label, harness=harness, seed=seed, source=source, out=out,
         toolbox=toolbox, intent=intent, directory=directory, fresh=fresh, store=store,
         sampling=sampling, assignment=assignment, model=model, specs=tuple(specs),
-        cache_key=key,
-        # An HTTP endpoint not asked who it is (preflight: false) cannot vouch for a
-        # cache entry.
-        use_cache=cfg.cache.mode != "off" and not unvouched(cfg.model),
+        cache_key=key, use_cache=use_cache, entry=entry,
     )  # fmt: skip
+
+
+def _make_store(store: HarnessEvidenceStore, tasks: int) -> None:
+    """The store's marker and the task directories its ``tasks`` specs write to (what
+    compiling with ``make_dirs`` makes; positions are assignment order)."""
+    for position in range(tasks):
+        store.task_output(position)
 
 
 def _write_unless_same(path: Path, data: bytes) -> None:
@@ -307,7 +325,8 @@ def reuse_or_run(prepared: PreparedReplicate, *, progress: Progress | None = Non
         if found is not None:  # linked from the cache, verified and published here
             reused, cached, subject = found
     if cached is not None:
-        asyncio.run(_close(p.model))
+        if hasattr(p.model, "aclose"):  # no event loop for a model without a client
+            asyncio.run(_close(p.model))
         return Produced(runs=(), reused=reused, cached=cached, subject=subject)
     return Produced(runs=run_attempts(p, progress=progress), reused=None, cached=None, subject=None)
 
@@ -319,6 +338,8 @@ def run_attempts(
     time; with ``cfg.resume``, only the tasks without a sealed outcome), then close the
     model's client. Nothing is assembled or checked here."""
     p = prepared
+    if p.entry is not None:  # left for a reuse that did not happen (a miss, a refused entry)
+        _make_store(p.store, len(p.specs))
     runner = HarnessRunner(durability=p.cfg.durability, intent=p.intent)
 
     async def run_all() -> list[TaskRun]:
@@ -424,7 +445,13 @@ def record_replicate(
         timing_environment=published.timing_environment,
         task_observations=observed_tasks(p.cfg, list(evaluations)),
     )
-    atomic_write(p.directory / REPLICATE_FILE, canonical_bytes(record) + b"\n")
+    held = None  # the cache entry of this evidence, which may keep these very bytes
+    if p.use_cache:
+        held = cache_evaluations.entry_for(p.cache_root, p.cache_key, evidence.digest)
+    cache_shared.write_shared(
+        p.directory / REPLICATE_FILE, canonical_bytes(record) + b"\n", held,
+        keep=p.cfg.cache.mode == "read-write",
+    )  # fmt: skip
     from_cache = produced.cached is not None
     return ReplicateOutcome(
         candidate=p.harness.name,

@@ -34,18 +34,23 @@ def compile_replicate(
     model: ModelIdentity | None = None,
     compiler: HarnessCompiler | None = None,
     prices: ModelPrices | None = None,
+    make_dirs: bool = True,
 ) -> list[AgentExecutionSpec]:
     """One task-bound, recording spec per assigned task, in assignment order.
 
     Each task is bound (``bind_task``), compiled under the assignment's seed, and
     writes its attempts to ``store.task_output(position)``. ``prices`` is the model's
     price table (pinned in the specs of a harness with a dollar budget).
+    ``make_dirs=False`` touches no file: the task directories (and the store's
+    marker) are left for the caller to make (``store.task_output``), or not at all
+    when the store is restored whole from the evidence cache.
     """
     compiler = compiler or HarnessCompiler()
     content = content or HarnessContent()
     tools = frozenset(authorized_tools)
     recording = TrajectoryRecordingSpec(writer=WRITER)
     specs = []
+    output = store.task_output if make_dirs else store.task_dir
     for task_id in assignment.task_ids:
         task, binding = bind_task(suite, assignment, task_id)
         context = HarnessCompilationContext(
@@ -54,7 +59,7 @@ def compile_replicate(
             replicate=replicate,
             authorized_tools=tools,
             content=content,
-            output_uri=str(store.task_output(binding.position)),
+            output_uri=str(output(binding.position)),
             trajectory=recording,
             task_binding=binding,
             suite=suite,

@@ -36,7 +36,7 @@ def reuse_replicate(
     if entry is None:
         return None
     try:
-        restored = cache.restore(entry, key, store.root)
+        restored = cache.restore(entry, key, store.root, durable=store.durable)
         evidence = assemble_evidence(
             specs, source.suite, sampling, assignment, source, store,
             intent=restored.intent_digest,

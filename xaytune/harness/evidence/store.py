@@ -285,13 +285,19 @@ class HarnessEvidenceStore:
             )
 
     def task_output(self, position: int) -> Path:
-        """The directory where the task at ``position`` writes its attempt files."""
-        if isinstance(position, bool) or not isinstance(position, int) or position < 0:
-            raise EvidenceError("bad-position", f"task position {position!r} is not an index")
+        """The directory where the task at ``position`` writes its attempt files, made
+        (with the store's marker) if missing."""
+        path = self.task_dir(position)
         self._ensure_marker()
-        path = self.root / "tasks" / f"{position:06d}"
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    def task_dir(self, position: int) -> Path:
+        """Where the task at ``position`` writes its attempt files; nothing is made
+        (:meth:`task_output` makes it)."""
+        if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+            raise EvidenceError("bad-position", f"task position {position!r} is not an index")
+        return self.root / "tasks" / f"{position:06d}"
 
     @property
     def published_dir(self) -> Path:
@@ -322,6 +328,25 @@ class HarnessEvidenceStore:
     def attempt_paths(self, position: int) -> list[tuple[int, str]]:
         """(number, file) of each attempt of the task at ``position``, in order."""
         return attempt_paths(f"{self._tasks_dir}{os.sep}{position:06d}")
+
+    def attempt_listings(self, count: int) -> list[tuple[tuple[int, str], ...]]:
+        """:meth:`attempt_paths` of positions ``0 .. count - 1``, in one loop (a
+        verification lists every task), each as a tuple: held through a whole
+        verification, tuples of plain values are untracked by the collector."""
+        tasks, sep, listdir = self._tasks_dir, os.sep, os.listdir
+        first = _FIRST_ONLY[0]
+        listings = []
+        for position in range(count):
+            directory = f"{tasks}{sep}{position:06d}"
+            try:
+                names = listdir(directory)
+            except (FileNotFoundError, NotADirectoryError):
+                names = []
+            if names == _FIRST_ONLY:
+                listings.append(((1, f"{directory}{sep}{first}"),))
+            else:
+                listings.append(tuple(_paths_of(directory, names)))
+        return listings
 
     def quarantined(self) -> Iterator[tuple[int, int, str]]:
         """(position, attempt, reason) of every quarantined attempt."""
@@ -359,6 +384,9 @@ class HarnessEvidenceStore:
         return target
 
 
+_FIRST_ONLY = [f"{1:03d}{ATTEMPT_SUFFIX}"]  # a task directory with its first attempt alone
+
+
 def attempt_paths(directory: str | Path) -> list[tuple[int, str]]:
     """(number, file) of each attempt file in a task directory, in attempt order.
 
@@ -371,8 +399,15 @@ def attempt_paths(directory: str | Path) -> list[tuple[int, str]]:
         names = os.listdir(directory)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    found = []
+    return _paths_of(directory, names)
+
+
+def _paths_of(directory: str, names: list[str]) -> list[tuple[int, str]]:
+    """:func:`attempt_paths` of ``directory``, listed as ``names``."""
     prefix = directory if directory.endswith(os.sep) else directory + os.sep
+    if names == _FIRST_ONLY:  # one attempt, the common case: nothing to parse or sort
+        return [(1, prefix + _FIRST_ONLY[0])]
+    found = []
     for name in names:
         number = _attempt_number(name)
         if number is None:
