@@ -342,9 +342,13 @@ def run_attempts(
         _make_store(p.store, len(p.specs))
     runner = HarnessRunner(durability=p.cfg.durability, intent=p.intent)
 
-    async def run_all() -> list[TaskRun]:
+    runs: list[TaskRun] = []
+
+    # The runs are kept here, not returned: asyncio.run (3.11) formats a repr of its
+    # task, result included, when it restores the SIGINT handler it installed.
+    async def run_all() -> None:
         try:
-            return await runner.run_many(
+            runs[:] = await runner.run_many(
                 p.specs,
                 model=p.model,
                 toolbox=p.toolbox,
@@ -356,7 +360,8 @@ def run_attempts(
         finally:
             await _close(p.model)  # a client's connection pool belongs to this event loop
 
-    return tuple(asyncio.run(run_all()))
+    asyncio.run(run_all())
+    return tuple(runs)
 
 
 def assemble_and_publish(prepared: PreparedReplicate, produced: Produced) -> Published:
