@@ -8,13 +8,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from cache_runs import REPLICATE, SEED, cache_config
 
 from xaytune.core.domain.benchmark import record_assignment
 from xaytune.core.errors import XaytuneError
 from xaytune.experiment import replicate as experiment
-from xaytune.experiment.config import CacheConfig, validate_config
 from xaytune.experiment.model_adapters import build_model
-from xaytune.experiment.parts import experiment_toolbox, resolve_candidates
+from xaytune.experiment.parts import experiment_toolbox
 from xaytune.experiment.source import load_source
 from xaytune.experiment.tree import cache, cache_evaluations
 from xaytune.experiment.tree.files import REPLICATE_FILE
@@ -25,17 +25,6 @@ from xaytune.harness.evidence.store import HarnessEvidenceStore
 from xaytune.harness.replicate import compile_replicate
 
 pytestmark = pytest.mark.slow
-
-SEED = 101
-REPLICATE = Path("candidates") / "calculator" / f"seed-{SEED}"
-
-
-def _config(quickstart, cache_dir: Path):
-    plain = quickstart.manifest()["config"]
-    cfg = resolve_candidates(validate_config(plain)).model_copy(
-        update={"cache": CacheConfig(dir=str(cache_dir), mode="read-write")}
-    )
-    return cfg, plain
 
 
 def _replicate(cfg, plain, out: Path):
@@ -60,7 +49,7 @@ def _entry(cache_dir: Path) -> Path:
 
 
 def test_reused_evidence_is_linked_read_only_and_verifies(tmp_path, quickstart):
-    cfg, plain = _config(quickstart, tmp_path / "cache")
+    cfg, plain = cache_config(quickstart, tmp_path / "cache")
     first = _replicate(cfg, plain, tmp_path / "first")
     second = _replicate(cfg, plain, tmp_path / "second")
     assert not first.reused and second.reused  # verified on reuse (assembly)
@@ -96,7 +85,7 @@ def other_filesystem(tmp_path):
 def test_a_cache_on_another_filesystem_is_copied_and_verifies(
     tmp_path, quickstart, other_filesystem
 ):
-    cfg, plain = _config(quickstart, other_filesystem)
+    cfg, plain = cache_config(quickstart, other_filesystem)
     first = _replicate(cfg, plain, tmp_path / "first")
     second = _replicate(cfg, plain, tmp_path / "second")
     assert second.reused and second.evidence_digest == first.evidence_digest
@@ -107,7 +96,7 @@ def test_a_cache_on_another_filesystem_is_copied_and_verifies(
 
 
 def test_an_edited_cache_entry_is_refused_with_its_reason(tmp_path, quickstart):
-    cfg, plain = _config(quickstart, tmp_path / "cache")
+    cfg, plain = cache_config(quickstart, tmp_path / "cache")
     _replicate(cfg, plain, tmp_path / "first")
     entry = _entry(tmp_path / "cache")
     edited = entry / "files" / "tasks%2F000003%2F001.jsonl"
@@ -142,7 +131,7 @@ def test_an_edited_cache_entry_is_refused_with_its_reason(tmp_path, quickstart):
 
 
 def test_a_cached_evaluation_is_byte_identical_to_a_fresh_one(tmp_path, quickstart):
-    cfg, plain = _config(quickstart, tmp_path / "cache")
+    cfg, plain = cache_config(quickstart, tmp_path / "cache")
     _replicate(cfg, plain, tmp_path / "first")  # evaluated fresh, stored in the entry
     (stored,) = (_entry(tmp_path / "cache") / "evaluations").iterdir()
     _replicate(cfg, plain, tmp_path / "second")
@@ -163,7 +152,7 @@ def test_a_cached_evaluation_is_byte_identical_to_a_fresh_one(tmp_path, quicksta
 
 
 def test_a_changed_evaluator_fingerprint_or_code_misses(tmp_path, quickstart):
-    cfg, plain = _config(quickstart, tmp_path / "cache")
+    cfg, plain = cache_config(quickstart, tmp_path / "cache")
     _replicate(cfg, plain, tmp_path / "first")
     entry = _entry(tmp_path / "cache")
     (stored,) = (entry / "evaluations").iterdir()

@@ -12,46 +12,21 @@ import os
 from pathlib import Path
 
 import pytest
+from cache_runs import REPLICATE, SEED, cache_config, fresh_intent, run_replicate_a
 
 from xaytune.core.domain.benchmark import record_assignment
 from xaytune.experiment import replicate as experiment
-from xaytune.experiment.config import CacheConfig, validate_config
 from xaytune.experiment.model_adapters import build_model
-from xaytune.experiment.parts import experiment_toolbox, resolve_candidates
+from xaytune.experiment.parts import experiment_toolbox
 from xaytune.experiment.source import load_source
 from xaytune.experiment.tree import cache, cache_shared
 from xaytune.experiment.tree.files import REPLICATE_FILE
-from xaytune.experiment.tree.intent import intent_of, write_intent
-from xaytune.experiment.tree.manifest import what_is_run
 from xaytune.harness.evidence import assemble_evidence
 from xaytune.harness.evidence.journal import JOURNAL_NAME
 from xaytune.harness.evidence.store import STORE_MARKER, HarnessEvidenceStore
 from xaytune.harness.replicate import compile_replicate
 
 pytestmark = pytest.mark.slow
-
-SEED = 101
-REPLICATE = Path("candidates") / "calculator" / f"seed-{SEED}"
-
-
-def _config(quickstart, cache_dir: Path):
-    plain = quickstart.manifest()["config"]
-    cfg = resolve_candidates(validate_config(plain)).model_copy(
-        update={"cache": CacheConfig(dir=str(cache_dir), mode="read-write")}
-    )
-    return cfg, plain
-
-
-def _intent(cfg, plain, out: Path) -> str:
-    out.mkdir()
-    return write_intent(out, intent_of(cfg, what_is_run(plain), load_source(cfg)), resume=False)
-
-
-def _replicate(cfg, plain, out: Path):
-    return experiment.run_replicate(
-        cfg, label="a", seed=SEED, out=out, toolbox=experiment_toolbox(cfg),
-        intent=_intent(cfg, plain, out),
-    )  # fmt: skip
 
 
 def _tree(root: Path) -> dict[str, bytes | None]:
@@ -84,7 +59,7 @@ def _compiled(cfg, store: HarnessEvidenceStore, *, make_dirs: bool):
 def test_compiling_without_directories_gives_the_same_specs_and_touches_nothing(
     tmp_path, quickstart
 ):
-    cfg, _ = _config(quickstart, tmp_path / "cache")
+    cfg, _ = cache_config(quickstart, tmp_path / "cache")
     made = HarnessEvidenceStore(tmp_path / "made" / "evidence")
     planned = HarnessEvidenceStore(tmp_path / "planned" / "evidence")
     with_dirs, *_ = _compiled(cfg, made, make_dirs=True)
@@ -98,11 +73,11 @@ def test_compiling_without_directories_gives_the_same_specs_and_touches_nothing(
 
 
 def test_a_reuse_builds_the_store_whole_as_a_restore_into_a_fresh_store_did(tmp_path, quickstart):
-    cfg, plain = _config(quickstart, tmp_path / "cache")
-    _replicate(cfg, plain, tmp_path / "first")
+    cfg, plain = cache_config(quickstart, tmp_path / "cache")
+    run_replicate_a(cfg, plain, tmp_path / "first")
     out = tmp_path / "second"
     prepared = experiment.prepare_replicate(
-        cfg, label="a", seed=SEED, out=out, intent=_intent(cfg, plain, out)
+        cfg, label="a", seed=SEED, out=out, intent=fresh_intent(cfg, plain, out)
     )
     # The entry was found: no fresh store was made to be thrown away.
     assert prepared.entry == _entry(tmp_path / "cache")
@@ -126,8 +101,8 @@ def test_a_reuse_builds_the_store_whole_as_a_restore_into_a_fresh_store_did(tmp_
 
 
 def test_a_restore_syncs_its_new_files_before_the_store_appears(tmp_path, quickstart, monkeypatch):
-    cfg, plain = _config(quickstart, tmp_path / "cache")
-    _replicate(cfg, plain, tmp_path / "first")
+    cfg, plain = cache_config(quickstart, tmp_path / "cache")
+    run_replicate_a(cfg, plain, tmp_path / "first")
     events: list[tuple[str, str]] = []
     real_fsync, real_rename = os.fsync, os.rename
 
@@ -158,11 +133,11 @@ def test_a_restore_syncs_its_new_files_before_the_store_appears(tmp_path, quicks
 def test_a_restore_cut_short_leaves_no_store_and_the_next_run_reuses(
     tmp_path, quickstart, monkeypatch
 ):
-    cfg, plain = _config(quickstart, tmp_path / "cache")
-    _replicate(cfg, plain, tmp_path / "first")
+    cfg, plain = cache_config(quickstart, tmp_path / "cache")
+    run_replicate_a(cfg, plain, tmp_path / "first")
     out = tmp_path / "second"
     prepared = experiment.prepare_replicate(
-        cfg, label="a", seed=SEED, out=out, intent=_intent(cfg, plain, out)
+        cfg, label="a", seed=SEED, out=out, intent=fresh_intent(cfg, plain, out)
     )
     linked = 0
     real_share = cache.share_file
@@ -192,11 +167,11 @@ def test_a_restore_cut_short_leaves_no_store_and_the_next_run_reuses(
 
 
 def test_an_entry_gone_after_prepare_runs_the_replicate_in_a_made_store(tmp_path, quickstart):
-    cfg, plain = _config(quickstart, tmp_path / "cache")
-    _replicate(cfg, plain, tmp_path / "first")
+    cfg, plain = cache_config(quickstart, tmp_path / "cache")
+    run_replicate_a(cfg, plain, tmp_path / "first")
     out = tmp_path / "second"
     prepared = experiment.prepare_replicate(
-        cfg, label="a", seed=SEED, out=out, intent=_intent(cfg, plain, out)
+        cfg, label="a", seed=SEED, out=out, intent=fresh_intent(cfg, plain, out)
     )
     assert prepared.entry is not None and not prepared.store.root.exists()
     for path in sorted(prepared.entry.rglob("*"), reverse=True):  # evicted meanwhile
@@ -210,13 +185,13 @@ def test_an_entry_gone_after_prepare_runs_the_replicate_in_a_made_store(tmp_path
 
 
 def test_a_reused_record_is_linked_from_the_entry_and_an_edited_one_is_not(tmp_path, quickstart):
-    cfg, plain = _config(quickstart, tmp_path / "cache")
-    _replicate(cfg, plain, tmp_path / "first")
+    cfg, plain = cache_config(quickstart, tmp_path / "cache")
+    run_replicate_a(cfg, plain, tmp_path / "first")
     ran = tmp_path / "first" / REPLICATE / REPLICATE_FILE
     entry = _entry(tmp_path / "cache")
     (kept,) = entry.glob("shared.*")
     assert os.stat(kept).st_ino == os.stat(ran).st_ino and kept.read_bytes() == ran.read_bytes()
-    _replicate(cfg, plain, tmp_path / "second")
+    run_replicate_a(cfg, plain, tmp_path / "second")
     reused = tmp_path / "second" / REPLICATE / REPLICATE_FILE
     # Linked (no new bytes to sync), the bytes a written record has (the slow path:
     # the first run wrote them with atomic_write).
@@ -227,7 +202,7 @@ def test_a_reused_record_is_linked_from_the_entry_and_an_edited_one_is_not(tmp_p
     data[len(data) // 2] ^= 1
     kept.unlink()
     kept.write_bytes(bytes(data))
-    _replicate(cfg, plain, tmp_path / "third")
+    run_replicate_a(cfg, plain, tmp_path / "third")
     third = tmp_path / "third" / REPLICATE / REPLICATE_FILE
     assert third.read_bytes() == ran.read_bytes() != kept.read_bytes()
     assert os.stat(third).st_nlink == 1
