@@ -86,22 +86,13 @@ def _audit(root: Path, trust: Path | None, suites: tuple[Path, ...]) -> int:
     # Before any other import: the worker imports scipy while this process imports the
     # audit and verifies the evidence (xaytune.report.plot_worker, without matplotlib).
     # Not started (no core free) or unable to answer: the comparison is computed here.
-    from xaytune.report.plot_worker import start_plot_worker
+    from xaytune.report.plot_worker import lent, start_plot_worker
 
     worker = start_plot_worker(draw=False)
     if worker is None:
         return _verify(root, trust, suites)
-    from xaytune.comparison.compare import set_compare_delegate
-    from xaytune.report import set_report_renderer
-
-    set_compare_delegate(worker.compare, ahead=worker.compare_ahead)
-    set_report_renderer(worker.render)  # the pages rendered again there, Jinja2 imported there
-    try:
+    with lent(worker):  # the comparison (sent ahead) and the pages made there
         return _verify(root, trust, suites)
-    finally:
-        set_compare_delegate(None)
-        set_report_renderer(None)
-        worker.close()
 
 
 def _verify(root: Path, trust: Path | None, suites: tuple[Path, ...]) -> int:

@@ -12,7 +12,13 @@ import os
 from pathlib import Path
 
 import pytest
-from cache_runs import REPLICATE, SEED, cache_config, fresh_intent, run_replicate_a
+from cache_runs import (
+    REPLICATE,
+    SEED,
+    cache_config,
+    prepared_after_a_run,
+    run_replicate_a,
+)
 
 from xaytune.core.domain.benchmark import record_assignment
 from xaytune.experiment import replicate as experiment
@@ -73,12 +79,8 @@ def test_compiling_without_directories_gives_the_same_specs_and_touches_nothing(
 
 
 def test_a_reuse_builds_the_store_whole_as_a_restore_into_a_fresh_store_did(tmp_path, quickstart):
-    cfg, plain = cache_config(quickstart, tmp_path / "cache")
-    run_replicate_a(cfg, plain, tmp_path / "first")
-    out = tmp_path / "second"
-    prepared = experiment.prepare_replicate(
-        cfg, label="a", seed=SEED, out=out, intent=fresh_intent(cfg, plain, out)
-    )
+    prepared = prepared_after_a_run(quickstart, tmp_path)
+    cfg = prepared.cfg
     # The entry was found: no fresh store was made to be thrown away.
     assert prepared.entry == _entry(tmp_path / "cache")
     assert not prepared.store.root.exists()
@@ -133,12 +135,8 @@ def test_a_restore_syncs_its_new_files_before_the_store_appears(tmp_path, quicks
 def test_a_restore_cut_short_leaves_no_store_and_the_next_run_reuses(
     tmp_path, quickstart, monkeypatch
 ):
-    cfg, plain = cache_config(quickstart, tmp_path / "cache")
-    run_replicate_a(cfg, plain, tmp_path / "first")
-    out = tmp_path / "second"
-    prepared = experiment.prepare_replicate(
-        cfg, label="a", seed=SEED, out=out, intent=fresh_intent(cfg, plain, out)
-    )
+    prepared = prepared_after_a_run(quickstart, tmp_path)
+    cfg, out = prepared.cfg, tmp_path / "second"
     linked = 0
     real_share = cache.share_file
 
@@ -167,12 +165,7 @@ def test_a_restore_cut_short_leaves_no_store_and_the_next_run_reuses(
 
 
 def test_an_entry_gone_after_prepare_runs_the_replicate_in_a_made_store(tmp_path, quickstart):
-    cfg, plain = cache_config(quickstart, tmp_path / "cache")
-    run_replicate_a(cfg, plain, tmp_path / "first")
-    out = tmp_path / "second"
-    prepared = experiment.prepare_replicate(
-        cfg, label="a", seed=SEED, out=out, intent=fresh_intent(cfg, plain, out)
-    )
+    prepared = prepared_after_a_run(quickstart, tmp_path)
     assert prepared.entry is not None and not prepared.store.root.exists()
     for path in sorted(prepared.entry.rglob("*"), reverse=True):  # evicted meanwhile
         path.unlink() if path.is_file() else path.rmdir()

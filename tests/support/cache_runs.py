@@ -39,3 +39,16 @@ def run_replicate_a(cfg: Any, plain: dict[str, Any], out: Path) -> Any:
         cfg, label="a", seed=SEED, out=out, toolbox=experiment_toolbox(cfg),
         intent=fresh_intent(cfg, plain, out),
     )  # fmt: skip
+
+
+def prepared_after_a_run(quickstart: Any, tmp_path: Path) -> Any:
+    """The replicate prepared (not run) in ``tmp_path/second`` after candidate a ran
+    once into ``tmp_path/first`` with the cache on (its entry stored); its ``cfg`` is
+    the config both use."""
+    cfg, plain = cache_config(quickstart, tmp_path / "cache")
+    run_replicate_a(cfg, plain, tmp_path / "first")
+    out = tmp_path / "second"
+    prepared = experiment.prepare_replicate(
+        cfg, label="a", seed=SEED, out=out, intent=fresh_intent(cfg, plain, out)
+    )
+    return prepared

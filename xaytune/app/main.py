@@ -195,7 +195,7 @@ def _helper_process(mode: RunMode | None, *, dry_run: bool) -> Iterator[None]:
     (or, gone, this process does). Not for a sweep's job or a dry run, which compare and
     draw nothing; ended with the run (it holds nothing that must finish), so an
     in-process caller of ``main`` is not left with one per run."""
-    from xaytune.report.plot_worker import start_plot_worker, take_handed
+    from xaytune.report.plot_worker import lent, start_plot_worker, take_handed
 
     started = take_handed()  # by the command line, before Hydra composed (xaytune.app.cli)
     if mode == RunMode.MULTIRUN or dry_run:
@@ -203,23 +203,12 @@ def _helper_process(mode: RunMode | None, *, dry_run: bool) -> Iterator[None]:
             started.close()
         yield
         return
-    from xaytune.comparison.compare import set_compare_delegate
-    from xaytune.report import set_plot_drawer, set_report_renderer
-
     worker = started or start_plot_worker()
     if worker is None:
         yield
         return
-    set_plot_drawer(worker.draw)  # a report's plots come from it (or, gone, from here)
-    set_compare_delegate(worker.compare)  # so does the comparison, scipy imported there
-    set_report_renderer(worker.render)  # and report.md/.html, Jinja2 imported there
-    try:
+    with lent(worker):  # the comparison, pages and plots made there (or, gone, here)
         yield
-    finally:
-        set_plot_drawer(None)
-        set_compare_delegate(None)
-        set_report_renderer(None)
-        worker.close()
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

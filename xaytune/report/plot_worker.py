@@ -35,9 +35,12 @@ it verifies the attempts: the worker computes it meanwhile and the audit collect
 last.
 
 Protocol, on the worker's stdin and stdout: each message is an 8-byte big-endian length
-then that many bytes of pickle; a request is ``("draw", ComparisonReport)`` or
-``("compare", (a, b, spec, SuiteName))``, a reply is ``("ok", value)`` (the plots
-``{name: png bytes}``, or the ``ComparisonReport``) or ``("error", "<type>: <message>")``.
+then that many bytes of pickle; a request is ``("draw", ComparisonReport)``,
+``("compare", (a, b, spec, SuiteName))`` or ``("render", (released, images, model,
+errors))``, a reply is ``("ok", value)`` (the plots ``{name: png bytes}``, the
+``ComparisonReport``, or ``{"report.md": ..., "report.html": ...}``) or ``("error",
+"<type>: <message>")``. :func:`lent` sets the worker's methods as the delegates of the
+comparison, the pages and the plots for as long as a run or an audit goes on.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ import pickle
 import select
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -57,6 +61,7 @@ __all__ = [
     "core_is_free",
     "draw_in_two",
     "hand_over",
+    "lent",
     "serve",
     "start_plot_worker",
     "take_handed",
@@ -136,16 +141,8 @@ class PlotWorker:
         """Send the comparison now, whatever its size (the worker computes it while the
         caller does other work: sending ~10 us per observation is then worth it); a later
         :meth:`compare` of the same runs (the same objects) and spec collects the reply."""
-        process = self._process
-        if process.poll() is not None or process.stdin is None:
-            return
-        try:
-            request = pickle.dumps(("compare", (a, b, spec, suite)), pickle.HIGHEST_PROTOCOL)
-            _send(process.stdin, request)
-        except OSError:  # the worker is gone: the caller compares
-            self.close()
-            return
-        self._ahead.append((a, b, spec, suite))
+        if self._request("compare", (a, b, spec, suite)):
+            self._ahead.append((a, b, spec, suite))
 
     def _collect_ahead(self, wanted: tuple[Any, Any, Any, Any] | None) -> tuple[bool, Any]:
         """Read the replies to comparisons sent ahead, up to the one ``wanted`` asks for:
@@ -159,16 +156,22 @@ class PlotWorker:
         return False, None
 
     def _ask(self, kind: str, argument: Any, *, close_on_error: bool) -> Any:
+        if not self._request(kind, argument):
+            return None
+        return self._reply(close_on_error=close_on_error)
+
+    def _request(self, kind: str, argument: Any) -> bool:
+        """Send a request; False when the worker is gone (then it is closed)."""
         process = self._process
         if process.poll() is not None or process.stdin is None or process.stdout is None:
-            return None
+            return False
         try:
             request = pickle.dumps((kind, argument), protocol=pickle.HIGHEST_PROTOCOL)
             _send(process.stdin, request)
         except OSError:  # the worker is gone (a broken pipe)
             self.close()
-            return None
-        return self._reply(close_on_error=close_on_error)
+            return False
+        return True
 
     def _reply(self, *, close_on_error: bool) -> Any:
         """The value of the worker's next reply; None when it cannot answer (then it is
@@ -242,6 +245,27 @@ def start_plot_worker(*, always: bool = False, draw: bool = True) -> PlotWorker 
     except OSError:
         return None
     return PlotWorker(process)
+
+
+@contextlib.contextmanager
+def lent(worker: PlotWorker) -> Iterator[None]:
+    """While inside, the comparison (also sent ahead: the audit), report.md and
+    report.html, and the plots are asked of ``worker`` first (or, gone, made here);
+    at the end this process makes them again, and the worker is ended."""
+    from xaytune.comparison.delegate import set_compare_delegate
+    from xaytune.report._files import set_report_renderer
+    from xaytune.report._plots import set_plot_drawer
+
+    set_compare_delegate(worker.compare, ahead=worker.compare_ahead)
+    set_report_renderer(worker.render)
+    set_plot_drawer(worker.draw)
+    try:
+        yield
+    finally:
+        set_compare_delegate(None)
+        set_report_renderer(None)
+        set_plot_drawer(None)
+        worker.close()
 
 
 # A worker the command line started before Hydra's import and composition (~0.5 s
@@ -358,8 +382,13 @@ def draw_in_two(report: Any) -> dict[str, bytes]:
     rest = drawings[1:]
     try:
         read_end, write_end = os.pipe()
+    except OSError:
+        return {name: draw() for name, draw in drawings}
+    try:
         child = os.fork()
     except OSError:
+        os.close(read_end)
+        os.close(write_end)
         return {name: draw() for name, draw in drawings}
     if child == 0:  # the copy: draw the rest, send their bytes, exit without cleanup
         status = 1
